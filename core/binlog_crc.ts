@@ -1,0 +1,72 @@
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), slicing-by-8.
+// Chosen over CRC-32 (zlib) for its better detection of the short burst errors a
+// torn sector produces; node:zlib's crc32 is not in every runtime we support, and
+// this table version runs at several hundred MB/s, well above the disk.
+
+const POLY = 0x82f63b78;
+
+/** TABLES[k][b]: CRC of byte b followed by k zero bytes. */
+const TABLES: Uint32Array[] = (() => {
+  const tables: Uint32Array[] = [];
+  for (let k = 0; k < 8; k++) tables.push(new Uint32Array(256));
+  const t0 = tables[0]!;
+  for (let b = 0; b < 256; b++) {
+    let c = b;
+    for (let i = 0; i < 8; i++) c = c & 1 ? (c >>> 1) ^ POLY : c >>> 1;
+    t0[b] = c >>> 0;
+  }
+  for (let b = 0; b < 256; b++) {
+    let c = t0[b]!;
+    for (let k = 1; k < 8; k++) {
+      c = (c >>> 8) ^ t0[c & 0xff]!;
+      tables[k]![b] = c >>> 0;
+    }
+  }
+  return tables;
+})();
+
+/** The running state before any byte; pass it to the first crc32cUpdate. */
+export const CRC_INIT = 0xffffffff;
+
+/**
+ * Feed bytes[start, end) into a running CRC state. States chain: the result of one
+ * call is the `state` of the next. Finish with crc32cFinal.
+ */
+export function crc32cUpdate(
+  state: number,
+  bytes: Uint8Array,
+  start = 0,
+  end = bytes.length,
+): number {
+  const [t0, t1, t2, t3, t4, t5, t6, t7] = TABLES as [
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+    Uint32Array,
+  ];
+  let c = state >>> 0;
+  let i = start;
+  const fast = end - 8;
+  while (i <= fast) {
+    const lo = (c ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24))) >>> 0;
+    c = t7[lo & 0xff]! ^ t6[(lo >>> 8) & 0xff]! ^ t5[(lo >>> 16) & 0xff]! ^ t4[lo >>> 24]! ^
+      t3[bytes[i + 4]!]! ^ t2[bytes[i + 5]!]! ^ t1[bytes[i + 6]!]! ^ t0[bytes[i + 7]!]!;
+    i += 8;
+  }
+  while (i < end) c = (c >>> 8) ^ t0[(c ^ bytes[i++]!) & 0xff]!;
+  return c >>> 0;
+}
+
+/** Turn a running state into the checksum value. */
+export function crc32cFinal(state: number): number {
+  return (state ^ 0xffffffff) >>> 0;
+}
+
+/** CRC-32C of bytes[start, end) in one call. */
+export function crc32c(bytes: Uint8Array, start = 0, end = bytes.length): number {
+  return crc32cFinal(crc32cUpdate(CRC_INIT, bytes, start, end));
+}

@@ -1,0 +1,160 @@
+// Command-line flags -> Config, as a pure function. The flags are beanstalkd's, parsed
+// the way it parses them (combined flags like -VFVukr, attached values like -z10,
+// later flags override earlier ones); printing and exit codes belong to server.ts.
+import { parseArgs } from "node:util";
+
+export interface Config {
+  /** TCP host/port, or a UNIX socket path (from -l unix:PATH). */
+  listen: { host: string; port: number } | { path: string };
+  maxJobSize: number;
+  verbose: number;
+  /** -b DIR: binlog directory; undefined keeps everything in memory. */
+  binlogDir: string | undefined;
+  /** -f MS: fsync at most every MS ms; "never" for -F. 0 = durable acks (see README). */
+  fsyncMs: number | "never";
+  /** -s BYTES: binlog file size. */
+  binlogSize: number;
+  /** -u USER */
+  user: string | undefined;
+  /** Messages to print before starting (beanstalkd's warnings). */
+  warnings: string[];
+}
+
+export type ParsedArgs =
+  | { kind: "run"; config: Config }
+  | { kind: "version" }
+  | { kind: "help" }
+  | { kind: "error"; message: string; exitCode: number; usage: boolean };
+
+export const DEFAULT_PORT = 11300;
+export const DEFAULT_MAX_JOB_SIZE = 65535;
+export const MAX_JOB_SIZE_LIMIT = 1073741824;
+export const DEFAULT_BINLOG_SIZE = 10485760;
+export const DEFAULT_FSYNC_MS = 50;
+
+export const USAGE = `Use: tubeway [OPTIONS]
+
+Options:
+ -b DIR   write-ahead log directory
+ -f MS    fsync at most once every MS milliseconds (default is 50ms);
+          use -f0 for "always fsync" (replies wait for the fsync)
+ -F       never fsync
+ -l ADDR  listen on address (default is 0.0.0.0); unix:PATH for a UNIX socket
+ -p PORT  listen on port (default is 11300)
+ -u USER  become user and group
+ -z BYTES set the maximum job size in bytes (default is 65535);
+          max allowed is 1073741824 bytes
+ -s BYTES set the size of each write-ahead log file (default is 10485760);
+          will be rounded up to a multiple of 4096 bytes
+ -v       show version information
+ -V       increase verbosity
+ -h       show this help
+`;
+
+const OPTIONS = {
+  b: { type: "string", short: "b" },
+  f: { type: "string", short: "f" },
+  F: { type: "boolean", short: "F" },
+  l: { type: "string", short: "l" },
+  p: { type: "string", short: "p" },
+  u: { type: "string", short: "u" },
+  z: { type: "string", short: "z" },
+  s: { type: "string", short: "s" },
+  c: { type: "boolean", short: "c" },
+  n: { type: "boolean", short: "n" },
+  v: { type: "boolean", short: "v" },
+  V: { type: "boolean", short: "V" },
+  h: { type: "boolean", short: "h" },
+} as const;
+
+function usageError(message: string): ParsedArgs {
+  return { kind: "error", message, exitCode: 5, usage: true };
+}
+
+/** A size flag: one unsigned decimal, nothing else ("invalid size: X" otherwise). */
+function size(v: string): number | undefined {
+  return /^[0-9]+$/.test(v) && Number(v) <= Number.MAX_SAFE_INTEGER ? Number(v) : undefined;
+}
+
+export function parseConfig(args: readonly string[]): ParsedArgs {
+  let tokens;
+  try {
+    ({ tokens } = parseArgs({ args: [...args], options: OPTIONS, tokens: true, strict: true, allowPositionals: true }));
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    const flag = /'(-\w)/.exec(String((e as Error).message))?.[1] ?? "";
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return usageError(`unknown flag: ${flag}`);
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") return usageError(`flag requires an argument: ${flag}`);
+    return usageError(String((e as Error).message));
+  }
+  let host = "0.0.0.0";
+  let path: string | undefined;
+  let port = DEFAULT_PORT;
+  const config: Config = {
+    listen: { host, port },
+    maxJobSize: DEFAULT_MAX_JOB_SIZE,
+    verbose: 0,
+    binlogDir: undefined,
+    fsyncMs: DEFAULT_FSYNC_MS,
+    binlogSize: DEFAULT_BINLOG_SIZE,
+    user: undefined,
+    warnings: [],
+  };
+  for (const t of tokens) {
+    if (t.kind === "positional") return usageError(`unknown argument: ${t.value}`);
+    if (t.kind !== "option") continue;
+    const v = t.value ?? "";
+    switch (t.name) {
+      case "h":
+        return { kind: "help" };
+      case "v":
+        return { kind: "version" };
+      case "V":
+        config.verbose++;
+        break;
+      case "F":
+        config.fsyncMs = "never";
+        break;
+      case "c":
+      case "n":
+        config.warnings.push(`-${t.name} flag was removed. binlog is always compacted.`);
+        break;
+      case "b":
+        config.binlogDir = v;
+        break;
+      case "u":
+        config.user = v;
+        break;
+      case "l":
+        if (v.startsWith("unix:")) path = v.slice(5);
+        else {
+          host = v;
+          path = undefined;
+        }
+        break;
+      case "p": {
+        const n = /^[0-9]+$/.test(v) ? Number(v) : NaN;
+        if (!(n >= 0 && n <= 65535)) return { kind: "error", message: `invalid port: ${v}`, exitCode: 5, usage: false };
+        port = n;
+        break;
+      }
+      case "z":
+      case "s":
+      case "f": {
+        const n = size(v);
+        if (n === undefined) return usageError(`invalid size: ${v}`);
+        if (t.name === "z") {
+          config.maxJobSize = n;
+          if (n > MAX_JOB_SIZE_LIMIT) {
+            config.maxJobSize = MAX_JOB_SIZE_LIMIT;
+            config.warnings.push(`maximum job size was set to ${MAX_JOB_SIZE_LIMIT}`);
+          }
+        } else if (t.name === "s") config.binlogSize = n;
+        else config.fsyncMs = n;
+        break;
+      }
+    }
+  }
+  config.listen = path !== undefined ? { path } : { host, port };
+  return { kind: "run", config };
+}

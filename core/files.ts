@@ -1,0 +1,71 @@
+// The file operations the binlog needs, and nothing more. core/ stays runtime-free:
+// files_node.ts implements this with node:fs (present in Deno and Bun alike), and
+// files_memory.ts keeps everything in memory for tests, with injectable faults.
+//
+// Failures are thrown as errors carrying a POSIX `code` ("ENOSPC", "EIO", ...), the
+// way node:fs reports them; use errorCode() to read it.
+
+/** A file open for appending. Writes are synchronous; fsync has an async form. */
+export interface AppendFile {
+  readonly path: string;
+  /** Bytes in the file (what this handle has appended plus what was there). */
+  size(): number;
+  /**
+   * Append all of `bytes`. On failure it throws, and the file may hold any prefix
+   * of `bytes` (a short write before ENOSPC): the caller truncates it back.
+   */
+  append(bytes: Uint8Array): void;
+  /** Cut the file to `length` bytes. */
+  truncate(length: number): void;
+  /** fsync without blocking the event loop. */
+  sync(): Promise<void>;
+  /** fsync, blocking (startup and close only). */
+  syncNow(): void;
+  close(): void;
+}
+
+/** The directory lock: held for the process lifetime, released by release(). */
+export interface DirLock {
+  release(): void;
+}
+
+export interface Files {
+  /** Entry names in `dir`; throws (ENOENT, ENOTDIR) when it is not a directory. */
+  list(dir: string): string[];
+  /** The whole file. */
+  read(path: string): Uint8Array;
+  /**
+   * Open for appending. "new" fails with EEXIST when the file exists (O_EXCL);
+   * "any" creates it or opens it as it is.
+   */
+  open(path: string, mode: "new" | "any"): AppendFile;
+  unlink(path: string): void;
+  /** fsync the directory itself, so created and removed names survive a crash. */
+  syncDir(dir: string): Promise<void>;
+  /**
+   * Take the exclusive lock on `dir` or throw an Error whose message says why and
+   * who holds it. See files_node.ts for how stale locks are recognised.
+   */
+  lock(dir: string): DirLock;
+}
+
+/** The POSIX code of a thrown file error ("ENOSPC"), or "" when it has none. */
+export function errorCode(e: unknown): string {
+  if (typeof e === "object" && e !== null && "code" in e) {
+    const code = (e as { code: unknown }).code;
+    if (typeof code === "string") return code;
+  }
+  return "";
+}
+
+/** A short description of a thrown file error for log lines. */
+export function errorText(e: unknown): string {
+  const code = errorCode(e);
+  const msg = e instanceof Error ? e.message : String(e);
+  return code && !msg.includes(code) ? `${code}: ${msg}` : msg;
+}
+
+/** Path join for the binlog's flat directory (no normalisation needed). */
+export function joinPath(dir: string, name: string): string {
+  return dir.endsWith("/") ? dir + name : `${dir}/${name}`;
+}

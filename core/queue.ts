@@ -1,0 +1,695 @@
+// The queue engine: every state change of jobs, tubes and waiting clients.
+// Pure TypeScript, no I/O: time comes from the injected clock, the binlog sits behind
+// the Wal interface, and the one timer lives with the caller (see tick()).
+import { Heap } from "./heap.ts";
+import { Job, readyBefore, deadlineBefore, timeSlot } from "./job.ts";
+import { Tube } from "./tube.ts";
+import { Client, type WaitEnd } from "./client.ts";
+import type { Clock } from "./clock.ts";
+import { Counters, type JobStats, type TubeStats } from "./stats.ts";
+import { type JobRecord, type JobState, noWal, type Wal } from "./wal.ts";
+
+/** DEADLINE_SOON is due this long before a reservation's TTR ends. */
+export const DEADLINE_SOON_MS = 1000;
+
+/** Outcome of a command the log can refuse: the reply word, or a server error. */
+export type Refusal = "NOT_FOUND" | "INTERNAL_ERROR";
+
+export interface QueueOptions {
+  clock: Clock;
+  /** Largest body accepted by put (-z), bytes. */
+  maxJobSize?: number;
+  wal?: Wal;
+}
+
+const wakeSlot = {
+  get: (c: Client) => c.wakeSlot,
+  set: (c: Client, i: number) => {
+    c.wakeSlot = i;
+  },
+};
+
+export class Queue {
+  readonly clock: Clock;
+  readonly counters = new Counters();
+  readonly maxJobSize: number;
+  readonly wal: Wal;
+  /** Drain mode (SIGUSR1): puts are refused from then on. */
+  draining = false;
+  /** Called with the new earliest deadline whenever one appears that is sooner than any before. */
+  onDeadline: ((atMs: number) => void) | undefined;
+
+  readonly #jobs = new Map<number, Job>();
+  readonly #tubes = new Map<string, Tube>();
+  /** Tubes in list-tubes order: appended on creation, swap-removed on deletion (as 1.12). */
+  readonly #tubeList: Tube[] = [];
+  readonly #default: Tube;
+  /** Every delayed job, for promotion; every reserved job, for TTR expiry. */
+  readonly #delayed = new Heap<Job>(deadlineBefore, timeSlot);
+  readonly #ttr = new Heap<Job>(deadlineBefore, timeSlot);
+  /** Waiting clients by when they must be woken (timeout or DEADLINE_SOON). */
+  readonly #wakes = new Heap<Client>((a, b) => a.wakeAt < b.wakeAt, wakeSlot);
+  readonly #paused = new Set<Tube>();
+  readonly #logging: boolean;
+  #nextId = 1;
+  #armed = Infinity;
+  #connections = 0;
+  #producers = 0;
+  #workers = 0;
+  #waiting = 0;
+
+  constructor(opts: QueueOptions) {
+    this.clock = opts.clock;
+    this.maxJobSize = opts.maxJobSize ?? 65535;
+    this.wal = opts.wal ?? noWal(10485760);
+    this.#logging = opts.wal !== undefined;
+    this.#default = this.#tube("default");
+  }
+
+  // ---- connections ----------------------------------------------------------------
+
+  connect(onWake: (result: Job | WaitEnd) => void): Client {
+    const c = new Client(this.#default, onWake);
+    this.#default.using++;
+    c.watching.push(this.#default);
+    this.#default.watching++;
+    this.#connections++;
+    this.counters.totalConnections++;
+    return c;
+  }
+
+  /** A connection closed: its reservations go straight back to ready (no counters move). */
+  disconnect(c: Client): void {
+    if (c.isWaiting) this.#endWait(c);
+    const touched: Tube[] = [];
+    for (let j = c.reserved.head; j; j = c.reserved.head) {
+      this.#unlink(j);
+      j.tube.pushReady(j);
+      if (!touched.includes(j.tube)) touched.push(j.tube);
+    }
+    c.use.using--;
+    this.#dropIfUnused(c.use);
+    for (const t of c.watching) {
+      t.watching--;
+      this.#dropIfUnused(t);
+    }
+    c.watching.length = 0;
+    this.#connections--;
+    if (c.producer) this.#producers--;
+    if (c.worker) this.#workers--;
+    this.#serve(touched);
+  }
+
+  /** The connection sent a well-formed put line (it counts as a producer from then on). */
+  markProducer(c: Client): void {
+    if (!c.producer) {
+      c.producer = true;
+      this.#producers++;
+    }
+  }
+
+  #markWorker(c: Client): void {
+    if (!c.worker) {
+      c.worker = true;
+      this.#workers++;
+    }
+  }
+
+  // ---- producing ------------------------------------------------------------------
+
+  /** Use up a job id without storing a job (a put whose body lacked its CRLF). */
+  burnId(): void {
+    this.#nextId++;
+  }
+
+  /** Store a new job in the client's used tube. `body` includes its trailing CRLF. */
+  put(c: Client, pri: number, delaySec: number, ttrSec: number, body: Uint8Array): Job | "DRAINING" | "OUT_OF_MEMORY" {
+    const id = this.#nextId++;
+    if (this.draining) return "DRAINING";
+    const now = this.clock.now();
+    const tube = c.use;
+    // ttr < 1 s is raised to 1 s, as 1.12 does.
+    const j = new Job(id, tube, pri, delaySec * 1000, Math.max(ttrSec, 1) * 1000, body, now);
+    if (delaySec > 0) {
+      j.state = "delayed";
+      j.deadline = now + j.delayMs;
+    }
+    if (this.#logging && !this.wal.put(this.#record(j, j.state))) return "OUT_OF_MEMORY";
+    this.#jobs.set(id, j);
+    tube.totalJobs++;
+    this.counters.totalJobs++;
+    if (delaySec > 0) this.#addDelayed(j);
+    else {
+      tube.pushReady(j);
+      if (tube.waiting > 0) this.#serve([tube]);
+    }
+    return j;
+  }
+
+  // ---- consuming ------------------------------------------------------------------
+
+  /**
+   * reserve / reserve-with-timeout. Returns the job, DEADLINE_SOON or TIMED_OUT at once,
+   * or null when the client now waits (its onWake is called later).
+   * timeoutMs: Infinity for plain reserve; 0 answers at once.
+   */
+  reserve(c: Client, timeoutMs: number): Job | WaitEnd | null {
+    this.#markWorker(c);
+    const now = this.clock.now();
+    const soonest = c.soonestDeadline();
+    const soon = soonest - DEADLINE_SOON_MS <= now;
+    // 1.12: inside the safety margin, DEADLINE_SOON comes first only when no watched
+    // tube has a ready job (paused or not); otherwise the reserve goes ahead (#646).
+    if (soon && !c.watching.some((t) => t.ready.size > 0)) return "DEADLINE_SOON";
+    let best: Job | undefined;
+    for (const t of c.watching) {
+      const j = t.ready.peek();
+      if (j && !(t.unpauseAt > now) && (!best || readyBefore(j, best))) best = j;
+    }
+    if (best) {
+      best.tube.removeReady(best);
+      this.#reserveFor(c, best, now);
+      return best;
+    }
+    if (soon) return "DEADLINE_SOON";
+    if (timeoutMs <= 0) return "TIMED_OUT";
+    c.waitNodes = c.watching.map((t) => t.addWaiter(c));
+    c.waitUntil = now + timeoutMs;
+    this.#waiting++;
+    this.#scheduleWake(c, soonest);
+    return null;
+  }
+
+  /** reserve-job: any ready, delayed or buried job in any tube, ignoring pauses and drain. */
+  reserveJob(c: Client, id: number): Job | undefined {
+    const j = this.#jobs.get(id);
+    if (!j || j.state === "reserved") return undefined;
+    this.#unlink(j);
+    this.#reserveFor(c, j, this.clock.now());
+    this.#markWorker(c);
+    return j;
+  }
+
+  /** Succeeds for a job reserved by c, or one that is ready, delayed or buried. */
+  delete(c: Client, id: number): "DELETED" | Refusal {
+    const j = this.#jobs.get(id);
+    if (!j || (j.state === "reserved" && j.owner !== c)) return "NOT_FOUND";
+    if (this.#logging && !this.wal.update(this.#record(j, "deleted"))) return "INTERNAL_ERROR";
+    this.#unlink(j);
+    this.#jobs.delete(id);
+    j.tube.cmdDelete++;
+    this.#dropIfUnused(j.tube);
+    return "DELETED";
+  }
+
+  release(c: Client, id: number, pri: number, delaySec: number): "RELEASED" | Refusal {
+    const j = this.#ownedBy(c, id);
+    if (!j) return "NOT_FOUND";
+    const now = this.clock.now();
+    const delayed = delaySec > 0;
+    if (this.#logging) {
+      const rec = this.#record(j, delayed ? "delayed" : "ready");
+      rec.pri = pri;
+      rec.delayMs = delaySec * 1000;
+      rec.deadlineAtMs = delayed ? this.#wall(now + delaySec * 1000) : 0;
+      rec.releases++;
+      if (!this.wal.update(rec)) return "INTERNAL_ERROR";
+    }
+    this.#unlink(j);
+    j.pri = pri;
+    j.delayMs = delaySec * 1000;
+    j.releases++;
+    if (delayed) {
+      j.state = "delayed";
+      j.deadline = now + j.delayMs;
+      this.#addDelayed(j);
+    } else {
+      j.tube.pushReady(j);
+      if (j.tube.waiting > 0) this.#serve([j.tube]);
+    }
+    return "RELEASED";
+  }
+
+  bury(c: Client, id: number, pri: number): "BURIED" | Refusal {
+    const j = this.#ownedBy(c, id);
+    if (!j) return "NOT_FOUND";
+    if (this.#logging) {
+      const rec = this.#record(j, "buried");
+      rec.pri = pri;
+      rec.buries++;
+      if (!this.wal.update(rec)) return "INTERNAL_ERROR";
+    }
+    this.#unlink(j);
+    j.pri = pri;
+    j.buries++;
+    j.state = "buried";
+    j.tube.buried.push(j);
+    return "BURIED";
+  }
+
+  /** A fresh full TTR for a job reserved by c (not logged, as in 1.12). */
+  touch(c: Client, id: number): boolean {
+    const j = this.#ownedBy(c, id);
+    if (!j) return false;
+    this.#ttr.remove(j);
+    j.deadline = this.clock.now() + j.ttrMs;
+    this.#ttr.push(j);
+    return true;
+  }
+
+  /** kick on the used tube: buried jobs if it has any (never delayed ones in the same call), else delayed. */
+  kick(c: Client, bound: number): number | "INTERNAL_ERROR" {
+    const t = c.use;
+    const fromBuried = t.buried.size > 0;
+    let n = 0;
+    while (n < bound) {
+      const j = fromBuried ? t.buried.head : t.delayed.peek();
+      if (!j) break;
+      if (!this.#kickOne(j)) return n > 0 ? n : "INTERNAL_ERROR";
+      n++;
+    }
+    if (n > 0 && t.waiting > 0) this.#serve([t]);
+    return n;
+  }
+
+  /** kick-job: a buried or delayed job in any tube. */
+  kickJob(id: number): "KICKED" | Refusal {
+    const j = this.#jobs.get(id);
+    if (!j || (j.state !== "buried" && j.state !== "delayed")) return "NOT_FOUND";
+    if (!this.#kickOne(j)) return "INTERNAL_ERROR";
+    if (j.tube.waiting > 0) this.#serve([j.tube]);
+    return "KICKED";
+  }
+
+  #kickOne(j: Job): boolean {
+    if (this.#logging) {
+      const rec = this.#record(j, "ready");
+      rec.kicks++;
+      if (!this.wal.update(rec)) return false;
+    }
+    this.#unlink(j);
+    j.kicks++;
+    j.tube.pushReady(j);
+    return true;
+  }
+
+  // ---- peeking --------------------------------------------------------------------
+
+  peek(id: number): Job | undefined {
+    return this.#jobs.get(id);
+  }
+  peekReady(c: Client): Job | undefined {
+    return c.use.ready.peek();
+  }
+  peekDelayed(c: Client): Job | undefined {
+    return c.use.delayed.peek();
+  }
+  /** The oldest-buried job of the used tube (head of its FIFO). */
+  peekBuried(c: Client): Job | undefined {
+    return c.use.buried.head ?? undefined;
+  }
+
+  // ---- tubes ----------------------------------------------------------------------
+
+  use(c: Client, name: string): Tube {
+    const t = this.#tube(name);
+    if (t !== c.use) {
+      const old = c.use;
+      t.using++;
+      old.using--;
+      c.use = t;
+      this.#dropIfUnused(old);
+    }
+    return t;
+  }
+
+  /** Returns the watch count. */
+  watch(c: Client, name: string): number {
+    const t = this.#tube(name);
+    if (!c.watching.includes(t)) {
+      c.watching.push(t);
+      t.watching++;
+    }
+    return c.watching.length;
+  }
+
+  /** Returns the watch count, or NOT_IGNORED when t is the only watched tube. Never creates a tube. */
+  ignore(c: Client, name: string): number | "NOT_IGNORED" {
+    const t = this.#tubes.get(name);
+    const i = t ? c.watching.indexOf(t) : -1;
+    if (i < 0) return c.watching.length;
+    if (c.watching.length === 1) return "NOT_IGNORED";
+    c.watching[i] = c.watching[c.watching.length - 1]!;
+    c.watching.pop();
+    t!.watching--;
+    this.#dropIfUnused(t!);
+    return c.watching.length;
+  }
+
+  /** pause-tube; 0 s unpauses at once and serves waiting clients. False if no such tube. */
+  pauseTube(name: string, delaySec: number): boolean {
+    const t = this.#tubes.get(name);
+    if (!t) return false;
+    t.cmdPauseTube++;
+    if (delaySec === 0) {
+      t.pauseMs = t.unpauseAt = 0;
+      this.#paused.delete(t);
+      this.#serve([t]);
+    } else {
+      t.pauseMs = delaySec * 1000;
+      t.unpauseAt = this.clock.now() + t.pauseMs;
+      this.#paused.add(t);
+      this.#schedule(t.unpauseAt);
+    }
+    return true;
+  }
+
+  tubeNames(): string[] {
+    return this.#tubeList.map((t) => t.name);
+  }
+
+  hasTube(name: string): boolean {
+    return this.#tubes.has(name);
+  }
+
+  // ---- time -----------------------------------------------------------------------
+
+  /**
+   * Do everything that is due: promote delayed jobs, expire TTRs, end pauses, wake
+   * waiting clients. Returns when the next thing falls due (monotonic ms, or Infinity).
+   */
+  tick(): number {
+    const now = this.clock.now();
+    const touched = new Set<Tube>();
+    for (let j = this.#delayed.peek(); j && j.deadline <= now; j = this.#delayed.peek()) {
+      this.#unlink(j);
+      j.tube.pushReady(j);
+      touched.add(j.tube);
+    }
+    // Released at now >= deadline: 1.12 can miss a job whose timer fires in the same
+    // microsecond as its deadline and leave it reserved indefinitely (#262, #380).
+    for (let j = this.#ttr.peek(); j && j.deadline <= now; j = this.#ttr.peek()) {
+      this.#unlink(j);
+      j.timeouts++;
+      this.counters.jobTimeouts++;
+      j.tube.pushReady(j);
+      touched.add(j.tube);
+    }
+    for (const t of this.#paused) {
+      if (t.unpauseAt <= now) {
+        t.pauseMs = t.unpauseAt = 0;
+        this.#paused.delete(t);
+        touched.add(t);
+      }
+    }
+    if (touched.size > 0) this.#serve([...touched]);
+    for (let c = this.#wakes.peek(); c && c.wakeAt <= now; c = this.#wakes.peek()) {
+      this.#wakes.pop();
+      const soonest = c.soonestDeadline();
+      if (soonest - DEADLINE_SOON_MS <= now) this.#finishWait(c, "DEADLINE_SOON");
+      else if (c.waitUntil <= now) this.#finishWait(c, "TIMED_OUT");
+      else this.#scheduleWake(c, soonest);
+    }
+    this.#armed = this.nextDue();
+    return this.#armed;
+  }
+
+  /** When tick() next has work (monotonic ms), or Infinity. */
+  nextDue(): number {
+    let t = Infinity;
+    const d = this.#delayed.peek();
+    if (d) t = d.deadline;
+    const r = this.#ttr.peek();
+    if (r && r.deadline < t) t = r.deadline;
+    const w = this.#wakes.peek();
+    if (w && w.wakeAt < t) t = w.wakeAt;
+    for (const p of this.#paused) if (p.unpauseAt < t) t = p.unpauseAt;
+    return t;
+  }
+
+  /** End a client's wait without a job (its peer half-closed): TIMED_OUT. */
+  cancelWait(c: Client): void {
+    if (c.isWaiting) this.#finishWait(c, "TIMED_OUT");
+  }
+
+  // ---- stats ----------------------------------------------------------------------
+
+  statsJob(id: number): JobStats | undefined {
+    const j = this.#jobs.get(id);
+    if (!j) return undefined;
+    const now = this.clock.now();
+    const timed = j.state === "reserved" || j.state === "delayed";
+    return {
+      id: j.id,
+      tube: j.tube.name,
+      state: j.state,
+      pri: j.pri,
+      age: Math.trunc((now - j.createdAt) / 1000),
+      delay: Math.trunc(j.delayMs / 1000),
+      ttr: Math.trunc(j.ttrMs / 1000),
+      timeLeft: timed ? Math.trunc((j.deadline - now) / 1000) : 0,
+      file: this.wal.fileOf(j.id),
+      reserves: j.reserves,
+      timeouts: j.timeouts,
+      releases: j.releases,
+      buries: j.buries,
+      kicks: j.kicks,
+    };
+  }
+
+  statsTube(name: string): TubeStats | undefined {
+    const t = this.#tubes.get(name);
+    if (!t) return undefined;
+    const now = this.clock.now();
+    const paused = t.unpauseAt > now;
+    return {
+      name: t.name,
+      urgent: t.urgent,
+      ready: t.ready.size,
+      reserved: t.reserved,
+      delayed: t.delayed.size,
+      buried: t.buried.size,
+      totalJobs: t.totalJobs,
+      using: t.using,
+      watching: t.watching,
+      waiting: t.waiting,
+      cmdDelete: t.cmdDelete,
+      cmdPauseTube: t.cmdPauseTube,
+      pause: paused ? Math.trunc(t.pauseMs / 1000) : 0,
+      pauseTimeLeft: paused ? Math.trunc((t.unpauseAt - now) / 1000) : 0,
+    };
+  }
+
+  /** The gauges of `stats`. */
+  gauges() {
+    let urgent = 0, ready = 0, reserved = 0, delayed = 0, buried = 0;
+    for (const t of this.#tubeList) {
+      urgent += t.urgent;
+      ready += t.ready.size;
+      reserved += t.reserved;
+      delayed += t.delayed.size;
+      buried += t.buried.size;
+    }
+    return {
+      urgent,
+      ready,
+      reserved,
+      delayed,
+      buried,
+      tubes: this.#tubeList.length,
+      connections: this.#connections,
+      producers: this.#producers,
+      workers: this.#workers,
+      waiting: this.#waiting,
+    };
+  }
+
+  // ---- restart --------------------------------------------------------------------
+
+  /**
+   * Rebuild jobs recovered from the log. Reserved jobs come back ready; delayed jobs keep
+   * their absolute deadline (ready at once if it has passed); buried order is kept.
+   * Ids continue above maxId. Counters are not restored (as 1.12).
+   */
+  restore(records: Iterable<JobRecord>, maxId: number): void {
+    const now = this.clock.now();
+    const wallNow = this.clock.wallMs();
+    for (const r of records) {
+      if (r.state === "deleted" || !r.body) continue;
+      const t = this.#tube(r.tube);
+      const j = new Job(r.id, t, r.pri, r.delayMs, r.ttrMs, r.body, now - (wallNow - r.createdAtMs));
+      j.reserves = r.reserves;
+      j.timeouts = r.timeouts;
+      j.releases = r.releases;
+      j.buries = r.buries;
+      j.kicks = r.kicks;
+      this.#jobs.set(j.id, j);
+      if (r.state === "buried") {
+        j.state = "buried";
+        t.buried.push(j);
+      } else if (r.state === "delayed" && r.deadlineAtMs > wallNow) {
+        j.state = "delayed";
+        j.deadline = now + (r.deadlineAtMs - wallNow);
+        this.#addDelayed(j);
+      } else t.pushReady(j);
+    }
+    this.#nextId = Math.max(this.#nextId, maxId + 1);
+  }
+
+  /** The current state of a live job as a log record (for compaction); undefined if gone. */
+  liveRecord(id: number): JobRecord | undefined {
+    const j = this.#jobs.get(id);
+    return j ? this.#record(j, j.state) : undefined;
+  }
+
+  // ---- internals ------------------------------------------------------------------
+
+  #tube(name: string): Tube {
+    let t = this.#tubes.get(name);
+    if (!t) {
+      t = new Tube(name);
+      this.#tubes.set(name, t);
+      t.listSlot = this.#tubeList.length;
+      this.#tubeList.push(t);
+    }
+    return t;
+  }
+
+  /** Tubes live while anything refers to them; "default" always. A pause keeps nothing alive. */
+  #dropIfUnused(t: Tube): void {
+    if (t === this.#default || !t.unreferenced) return;
+    this.#tubes.delete(t.name);
+    this.#paused.delete(t);
+    const last = this.#tubeList.pop()!;
+    if (last !== t) {
+      this.#tubeList[t.listSlot] = last;
+      last.listSlot = t.listSlot;
+    }
+    t.listSlot = -1;
+  }
+
+  #ownedBy(c: Client, id: number): Job | undefined {
+    const j = this.#jobs.get(id);
+    return j && j.state === "reserved" && j.owner === c ? j : undefined;
+  }
+
+  /** Take a job out of whatever structure its state puts it in. */
+  #unlink(j: Job): void {
+    const t = j.tube;
+    switch (j.state) {
+      case "ready":
+        t.removeReady(j);
+        break;
+      case "delayed":
+        t.delayed.remove(j);
+        this.#delayed.remove(j);
+        break;
+      case "buried":
+        t.buried.remove(j);
+        break;
+      case "reserved":
+        this.#ttr.remove(j);
+        j.owner!.reserved.remove(j);
+        j.owner = null;
+        t.reserved--;
+        break;
+    }
+  }
+
+  #addDelayed(j: Job): void {
+    j.tube.delayed.push(j);
+    this.#delayed.push(j);
+    this.#schedule(j.deadline);
+  }
+
+  #reserveFor(c: Client, j: Job, now: number): void {
+    j.state = "reserved";
+    j.owner = c;
+    j.deadline = now + j.ttrMs;
+    j.reserves++;
+    j.tube.reserved++;
+    c.reserved.push(j);
+    this.#ttr.push(j);
+    this.#schedule(j.deadline);
+  }
+
+  /**
+   * Hand ready jobs to waiting clients until no unpaused tube among `tubes` has both.
+   * Each round takes the best (pri, id) job among those tubes and gives it to that
+   * tube's longest-waiting client. Only tubes that just changed can newly have both,
+   * so callers pass just those.
+   */
+  #serve(tubes: Tube[]): void {
+    if (tubes.length === 0) return;
+    const now = this.clock.now();
+    for (;;) {
+      let bt: Tube | undefined;
+      let bj: Job | undefined;
+      for (const t of tubes) {
+        if (t.waiting === 0 || t.unpauseAt > now) continue;
+        const j = t.ready.peek();
+        if (j && (!bj || readyBefore(j, bj))) {
+          bt = t;
+          bj = j;
+        }
+      }
+      if (!bt || !bj) return;
+      const c = bt.waitHead!.client;
+      this.#endWait(c);
+      bt.removeReady(bj);
+      this.#reserveFor(c, bj, now);
+      c.onWake(bj);
+    }
+  }
+
+  #scheduleWake(c: Client, soonest: number): void {
+    c.wakeAt = Math.min(c.waitUntil, soonest - DEADLINE_SOON_MS);
+    if (c.wakeAt < Infinity) {
+      this.#wakes.push(c);
+      this.#schedule(c.wakeAt);
+    }
+  }
+
+  #finishWait(c: Client, why: WaitEnd): void {
+    this.#endWait(c);
+    c.onWake(why);
+  }
+
+  #endWait(c: Client): void {
+    for (const n of c.waitNodes!) n.tube.removeWaiter(n);
+    c.waitNodes = null;
+    if (c.wakeSlot >= 0) this.#wakes.remove(c);
+    c.wakeAt = c.waitUntil = Infinity;
+    this.#waiting--;
+  }
+
+  #schedule(atMs: number): void {
+    if (atMs < this.#armed) {
+      this.#armed = atMs;
+      this.onDeadline?.(atMs);
+    }
+  }
+
+  #wall(monoMs: number): number {
+    return monoMs - this.clock.now() + this.clock.wallMs();
+  }
+
+  #record(j: Job, state: JobState | "deleted"): JobRecord {
+    return {
+      id: j.id,
+      tube: j.tube.name,
+      pri: j.pri,
+      delayMs: j.delayMs,
+      ttrMs: j.ttrMs,
+      createdAtMs: this.#wall(j.createdAt),
+      deadlineAtMs: j.state === "delayed" ? this.#wall(j.deadline) : 0,
+      state,
+      reserves: j.reserves,
+      timeouts: j.timeouts,
+      releases: j.releases,
+      buries: j.buries,
+      kicks: j.kicks,
+      body: j.body,
+    };
+  }
+}

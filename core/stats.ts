@@ -1,0 +1,78 @@
+// Counters behind `stats`. The visible cmd-* keys, in beanstalkd 1.12's wire order.
+export const CMD_KEYS = [
+  "put",
+  "peek",
+  "peek-ready",
+  "peek-delayed",
+  "peek-buried",
+  "reserve",
+  "reserve-with-timeout",
+  "delete",
+  "release",
+  "use",
+  "watch",
+  "ignore",
+  "bury",
+  "kick",
+  "touch",
+  "stats",
+  "stats-job",
+  "stats-tube",
+  "list-tubes",
+  "list-tube-used",
+  "list-tubes-watched",
+  "pause-tube",
+] as const;
+
+export type CountedCmd = (typeof CMD_KEYS)[number];
+
+/** Index of each counted command in Counters.cmd. */
+export const CMD = Object.fromEntries(CMD_KEYS.map((k, i) => [k, i])) as Record<CountedCmd, number>;
+
+export class Counters {
+  /** cmd-* counters, indexed by CMD. */
+  readonly cmd = new Float64Array(CMD_KEYS.length);
+  /** Count one command (index from CMD). */
+  bump(i: number): void {
+    this.cmd[i] = this.cmd[i]! + 1;
+  }
+  jobTimeouts = 0;
+  totalJobs = 0;
+  totalConnections = 0;
+}
+
+/** A snapshot of one job for stats-job (times in whole seconds). */
+export interface JobStats {
+  id: number;
+  tube: string;
+  state: string;
+  pri: number;
+  age: number;
+  delay: number;
+  ttr: number;
+  timeLeft: number;
+  file: number;
+  reserves: number;
+  timeouts: number;
+  releases: number;
+  buries: number;
+  kicks: number;
+}
+
+/** A snapshot of one tube for stats-tube. */
+export interface TubeStats {
+  name: string;
+  urgent: number;
+  ready: number;
+  reserved: number;
+  delayed: number;
+  buried: number;
+  totalJobs: number;
+  using: number;
+  watching: number;
+  waiting: number;
+  cmdDelete: number;
+  cmdPauseTube: number;
+  pause: number;
+  pauseTimeLeft: number;
+}

@@ -1,0 +1,374 @@
+// One client connection: parser -> command -> queue -> reply, with back-pressure.
+// Runtime-neutral: an adapter feeds bytes in (parser.space()/commit() or push(), then
+// received()), tells us about EOF and disconnects, and gives us a Transport to write to.
+//
+// Flow control, both ways: while replies are being written and more than OUT_HIGH bytes
+// wait behind them, or while the client waits in reserve, or while replies wait for the
+// binlog (durable acks), no further commands are processed and `wantsInput` is false,
+// so the adapter stops reading. A client that pipelines and never reads stalls on its
+// own TCP window; server memory per connection stays bounded.
+import { BODY, LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "./parser.ts";
+import { Command, OP, parseCommand } from "./command.ts";
+import { Output, R } from "./reply.ts";
+import { listYaml, statsJobYaml, statsTubeYaml, statsYaml } from "./yaml.ts";
+import type { Service } from "./service.ts";
+import type { Client, WaitEnd } from "../core/client.ts";
+import type { Job } from "../core/job.ts";
+import { CMD } from "../core/stats.ts";
+
+/** Where a connection's replies go. */
+export interface Transport {
+  /**
+   * Write one piece. Return nothing when it was taken whole, or a promise that settles
+   * once it has been (the piece must not be touched until then; a rejection is a
+   * broken connection).
+   */
+  write(piece: Uint8Array): void | Promise<void>;
+  /** Close the socket (after everything written). Must be safe to call twice. */
+  close(): void;
+}
+
+/** Stop processing commands while this much output waits behind a write in flight. */
+const OUT_HIGH = 256 * 1024;
+
+export class Connection {
+  readonly parser = new Parser();
+  /** Called when the connection wants input again after `wantsInput` was false. */
+  onResume: (() => void) | undefined;
+  /** Settles when the connection has closed. */
+  readonly done: Promise<void>;
+
+  readonly #svc: Service;
+  readonly #client: Client;
+  readonly #transport: Transport;
+  readonly #out = new Output();
+  readonly #cmd = new Command();
+  readonly #id: number;
+  #resolveDone!: () => void;
+  #waiting = false;
+  #writing = false;
+  #syncing = false;
+  #logged = false;
+  #quit = false;
+  #eof = false;
+  #closed = false;
+  #inputPaused = false;
+  #continueQueued = false;
+  #putPri = 0;
+  #putDelay = 0;
+  #putTtr = 0;
+
+  constructor(svc: Service, transport: Transport) {
+    this.#svc = svc;
+    this.#transport = transport;
+    this.#id = svc.nextConnectionId();
+    this.#client = svc.queue.connect((r) => this.#wake(r));
+    this.done = new Promise((resolve) => (this.#resolveDone = resolve));
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Whether the adapter should read more now. */
+  get wantsInput(): boolean {
+    const want = !this.#closed && !this.#quit && !this.#eof && !this.#stalled;
+    if (!want) this.#inputPaused = true;
+    return want;
+  }
+
+  get #stalled(): boolean {
+    return this.#waiting || this.#syncing || (this.#writing && this.#out.size >= OUT_HIGH);
+  }
+
+  /** New bytes are in the parser: process them. */
+  received(): void {
+    this.#run();
+  }
+
+  /** The peer closed its sending side. A waiting reserve answers TIMED_OUT (as 1.12). */
+  eof(): void {
+    if (this.#closed || this.#eof) return;
+    this.#eof = true;
+    if (this.#waiting) this.#svc.queue.cancelWait(this.#client);
+    this.#run();
+  }
+
+  /** The socket is gone (reset, error): drop everything, release reservations. */
+  abort(): void {
+    this.#close();
+  }
+
+  // ---- the command loop ------------------------------------------------------------
+
+  #run(): void {
+    if (this.#closed) return;
+    const p = this.parser;
+    while (!this.#stalled && !this.#quit) {
+      const ev = p.next();
+      if (ev === NEED_MORE) break;
+      try {
+        if (ev === LINE) this.#dispatch(p.buf, p.lineStart, p.lineEnd);
+        else if (ev === BODY) this.#putBody(p.body);
+        else if (ev === OVERLONG) this.#out.bytes(R.BAD_FORMAT);
+        else if (ev === SKIPPED) this.#out.bytes(R.JOB_TOO_BIG);
+      } catch (e) {
+        // Exceptions are bugs: answer INTERNAL_ERROR, log, keep serving.
+        this.#svc.error(`internal error: ${e instanceof Error ? e.stack ?? e.message : e}`);
+        this.#out.bytes(R.INTERNAL_ERROR);
+      }
+    }
+    if (this.#eof && !this.#stalled) this.#quit = true;
+    if (this.#logged && this.#svc.queue.wal.durableAcks) {
+      // Durable acks: nothing goes out until the log is on disk; one fsync serves
+      // every connection that logged something in this turn (group commit).
+      this.#logged = false;
+      this.#syncing = true;
+      this.#svc.queue.wal.synced().then(
+        () => {
+          this.#syncing = false;
+          this.#flush();
+          this.#continue();
+        },
+        (e) => {
+          this.#svc.error(`binlog sync failed: ${e}`);
+          this.#close();
+        },
+      );
+      return;
+    }
+    this.#logged = false;
+    this.#flush();
+  }
+
+  /** Resume processing later in this turn (never re-entering the queue from its callbacks). */
+  #continue(): void {
+    if (this.#continueQueued || this.#closed) return;
+    this.#continueQueued = true;
+    queueMicrotask(() => {
+      this.#continueQueued = false;
+      this.#run();
+      if (this.#inputPaused && this.wantsInput) {
+        this.#inputPaused = false;
+        this.onResume?.();
+      }
+    });
+  }
+
+  #dispatch(buf: Uint8Array, start: number, end: number): void {
+    const cmd = this.#cmd;
+    const q = this.#svc.queue;
+    const c = this.#client;
+    const out = this.#out;
+    const counters = q.counters;
+    if (this.#svc.verbose > 1) this.#svc.log(`<${this.#id} command ${String.fromCharCode(...buf.subarray(start, end))}`);
+    switch (parseCommand(buf, start, end, cmd)) {
+      case OP.BAD_FORMAT:
+        return out.bytes(R.BAD_FORMAT);
+      case OP.UNKNOWN_COMMAND:
+        return out.bytes(R.UNKNOWN_COMMAND);
+      case OP.PUT:
+        counters.bump(CMD.put);
+        // JOB_TOO_BIG only after the body (and its CRLF) has been swallowed, and
+        // before the trailing-garbage check, as 1.12 does.
+        if (cmd.n > q.maxJobSize) return this.parser.skip(cmd.n + 2);
+        if (cmd.trailing) return out.bytes(R.BAD_FORMAT);
+        q.markProducer(c);
+        this.#putPri = cmd.pri;
+        this.#putDelay = cmd.delay;
+        this.#putTtr = cmd.ttr;
+        return this.parser.expectBody(cmd.n + 2);
+      case OP.PEEK:
+        counters.bump(CMD.peek);
+        return this.#found(q.peek(cmd.id));
+      case OP.PEEK_READY:
+        counters.bump(CMD["peek-ready"]);
+        return this.#found(q.peekReady(c));
+      case OP.PEEK_DELAYED:
+        counters.bump(CMD["peek-delayed"]);
+        return this.#found(q.peekDelayed(c));
+      case OP.PEEK_BURIED:
+        counters.bump(CMD["peek-buried"]);
+        return this.#found(q.peekBuried(c));
+      case OP.RESERVE:
+        counters.bump(CMD.reserve);
+        return this.#reserve(Infinity);
+      case OP.RESERVE_TIMEOUT:
+        counters.bump(CMD["reserve-with-timeout"]);
+        // A negative timeout (1.12's strtol reading) waits forever, like reserve.
+        return this.#reserve(cmd.n < 0 ? Infinity : cmd.n * 1000);
+      case OP.RESERVE_JOB: {
+        const j = q.reserveJob(c, cmd.id);
+        return j ? out.job(R.RESERVED_, j.id, j.body) : out.bytes(R.NOT_FOUND);
+      }
+      case OP.DELETE:
+        counters.bump(CMD.delete);
+        return this.#logResult(q.delete(c, cmd.id), "DELETED");
+      case OP.RELEASE:
+        counters.bump(CMD.release);
+        return this.#logResult(q.release(c, cmd.id, cmd.pri, cmd.delay), "RELEASED");
+      case OP.BURY:
+        counters.bump(CMD.bury);
+        return this.#logResult(q.bury(c, cmd.id, cmd.pri), "BURIED");
+      case OP.KICK: {
+        counters.bump(CMD.kick);
+        const n = q.kick(c, cmd.n);
+        if (n === "INTERNAL_ERROR") return out.bytes(R.INTERNAL_ERROR);
+        if (n > 0) this.#logged = true;
+        return out.line(R.KICKED_, n);
+      }
+      case OP.KICK_JOB:
+        return this.#logResult(q.kickJob(cmd.id), "KICKED");
+      case OP.TOUCH:
+        counters.bump(CMD.touch);
+        return out.bytes(q.touch(c, cmd.id) ? R.TOUCHED : R.NOT_FOUND);
+      case OP.STATS_JOB: {
+        counters.bump(CMD["stats-job"]);
+        const s = q.statsJob(cmd.id);
+        return s ? out.data(statsJobYaml(s)) : out.bytes(R.NOT_FOUND);
+      }
+      case OP.STATS_TUBE: {
+        counters.bump(CMD["stats-tube"]);
+        const s = q.statsTube(cmd.tube);
+        return s ? out.data(statsTubeYaml(s)) : out.bytes(R.NOT_FOUND);
+      }
+      case OP.STATS:
+        counters.bump(CMD.stats);
+        return out.data(statsYaml(q, this.#svc.facts));
+      case OP.USE:
+        counters.bump(CMD.use);
+        q.use(c, cmd.tube);
+        out.bytes(R.USING_);
+        out.text(cmd.tube);
+        return out.bytes(R.CRLF);
+      case OP.WATCH:
+        counters.bump(CMD.watch);
+        return out.line(R.WATCHING_, q.watch(c, cmd.tube));
+      case OP.IGNORE: {
+        counters.bump(CMD.ignore);
+        const n = q.ignore(c, cmd.tube);
+        return n === "NOT_IGNORED" ? out.bytes(R.NOT_IGNORED) : out.line(R.WATCHING_, n);
+      }
+      case OP.LIST_TUBES_WATCHED:
+        counters.bump(CMD["list-tubes-watched"]);
+        return out.data(listYaml(c.watching.map((t) => t.name)));
+      case OP.LIST_TUBE_USED:
+        counters.bump(CMD["list-tube-used"]);
+        out.bytes(R.USING_);
+        out.text(c.use.name);
+        return out.bytes(R.CRLF);
+      case OP.LIST_TUBES:
+        counters.bump(CMD["list-tubes"]);
+        return out.data(listYaml(q.tubeNames()));
+      case OP.QUIT:
+        this.#quit = true;
+        return;
+      case OP.PAUSE_TUBE:
+        // Counted once name and delay have parsed, even if the name is then invalid.
+        counters.bump(CMD["pause-tube"]);
+        if (cmd.badName) return out.bytes(R.BAD_FORMAT);
+        return out.bytes(q.pauseTube(cmd.tube, cmd.delay) ? R.PAUSED : R.NOT_FOUND);
+    }
+  }
+
+  #putBody(body: Uint8Array): void {
+    const q = this.#svc.queue;
+    const n = body.length;
+    if (body[n - 2] !== 13 || body[n - 1] !== 10) {
+      // The job object existed in 1.12 by now, so its id is used up.
+      q.burnId();
+      return this.#out.bytes(R.EXPECTED_CRLF);
+    }
+    const r = q.put(this.#client, this.#putPri, this.#putDelay, this.#putTtr, body);
+    if (r === "DRAINING") {
+      this.#svc.error("server error: DRAINING");
+      return this.#out.bytes(R.DRAINING);
+    }
+    if (r === "OUT_OF_MEMORY") return this.#out.bytes(R.OUT_OF_MEMORY);
+    this.#logged = true;
+    this.#out.line(R.INSERTED_, r.id);
+  }
+
+  #logResult(r: string, ok: "DELETED" | "RELEASED" | "BURIED" | "KICKED"): void {
+    if (r === ok) this.#logged = true;
+    this.#out.bytes(R[r as keyof typeof R]);
+  }
+
+  #found(j: Job | undefined): void {
+    if (j) this.#out.job(R.FOUND_, j.id, j.body);
+    else this.#out.bytes(R.NOT_FOUND);
+  }
+
+  #reserve(timeoutMs: number): void {
+    const q = this.#svc.queue;
+    const r = q.reserve(this.#client, timeoutMs);
+    if (r !== null) return this.#reserved(r);
+    // A reserve read after the peer half-closed can never be answered by a job.
+    if (this.#eof) return q.cancelWait(this.#client);
+    this.#waiting = true;
+  }
+
+  #reserved(r: Job | WaitEnd): void {
+    if (typeof r === "string") this.#out.bytes(R[r]);
+    else this.#out.job(R.RESERVED_, r.id, r.body);
+  }
+
+  /** The queue ended this client's wait (a job, a timeout, DEADLINE_SOON). */
+  #wake(r: Job | WaitEnd): void {
+    this.#reserved(r);
+    if (this.#waiting) {
+      this.#waiting = false;
+      this.#continue();
+    }
+  }
+
+  // ---- output ----------------------------------------------------------------------
+
+  #flush(): void {
+    if (this.#writing || this.#closed) return;
+    if (this.#out.size === 0) {
+      if (this.#quit) this.#close();
+      return;
+    }
+    this.#write(this.#out.take(), 0);
+  }
+
+  #write(pieces: Uint8Array[], from: number): void {
+    for (let i = from; i < pieces.length; i++) {
+      let pending: void | Promise<void>;
+      try {
+        pending = this.#transport.write(pieces[i]!);
+      } catch {
+        return this.#close();
+      }
+      if (pending) {
+        this.#writing = true;
+        pending.then(
+          () => {
+            this.#writing = false;
+            this.#write(pieces, i + 1);
+          },
+          () => this.#close(),
+        );
+        return;
+      }
+    }
+    this.#out.release(pieces);
+    if (this.#out.size > 0) return this.#flush();
+    if (this.#quit) return this.#close();
+    if (this.parser.buffered > 0 || this.#inputPaused) this.#continue();
+  }
+
+  #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#svc.queue.disconnect(this.#client);
+    this.#svc.forget(this);
+    try {
+      this.#transport.close();
+    } catch {
+      // already gone
+    }
+    this.#resolveDone();
+  }
+}

@@ -1,0 +1,231 @@
+// Framing: bytes in, command lines and put bodies out. A push parser: it never awaits
+// and never touches a socket. Its modes are beanstalkd's connection states: want a
+// command line, discard an over-long line, want a body, swallow an oversized body.
+//
+// Input lands in one owned buffer (read into it directly with a BYOB reader, or
+// copied in by push()); command lines are reported as index ranges into it, so
+// scanning allocates nothing. Bodies are copied once, into their own Uint8Array.
+
+/** Result codes of next(). */
+export const NEED_MORE = 0;
+/** A command line is at buf[lineStart, lineEnd) (CRLF excluded). */
+export const LINE = 1;
+/** An over-long line was discarded through its CRLF: reply BAD_FORMAT once. */
+export const OVERLONG = 2;
+/** The body asked for with expectBody() is complete in `body`. */
+export const BODY = 3;
+/** The bytes asked for with skip() have all been swallowed. */
+export const SKIPPED = 4;
+
+/** beanstalkd's line buffer, CRLF included: enough for the longest legal command. */
+export const LINE_MAX = 224;
+
+const CR = 13;
+const LF = 10;
+const MODE_LINE = 0;
+const MODE_DISCARD = 1;
+const MODE_BODY = 2;
+const MODE_SKIP = 3;
+
+const MIN_BUF = 1024;
+const MAX_READ_BUF = 64 * 1024;
+
+export class Parser {
+  /** The input buffer; bytes [r, w) are received and not yet consumed. */
+  buf: Uint8Array;
+  r = 0;
+  w = 0;
+  lineStart = 0;
+  lineEnd = 0;
+  /** The completed body after BODY (includes its trailing CRLF). */
+  body: Uint8Array = new Uint8Array(0);
+
+  #mode = MODE_LINE;
+  /** Where the CR search resumes in the current partial line (absolute index). */
+  #scan = 0;
+  /** In discard mode: the last byte discarded was a CR (its LF may come next). */
+  #discardCR = false;
+  #bodyHave = 0;
+  #skipLeft = 0;
+  /** The last read filled all the space offered: offer more next time. */
+  #full = false;
+
+  constructor(initial = MIN_BUF) {
+    this.buf = new Uint8Array(initial);
+  }
+
+  /** Bytes received but not yet consumed. */
+  get buffered(): number {
+    return this.w - this.r;
+  }
+
+  /** True while a put body or a swallowed body is still arriving. */
+  get inBody(): boolean {
+    return this.#mode === MODE_BODY || this.#mode === MODE_SKIP;
+  }
+
+  /**
+   * Free space to read into (compacting, and growing the buffer up to 64 KiB after
+   * reads that filled it). After the read, call commit() with what was read.
+   */
+  space(): Uint8Array {
+    if (this.r === this.w) this.r = this.w = this.#scan = 0;
+    const len = this.buf.length;
+    if (this.#full && len < MAX_READ_BUF) this.#relocate(Math.min(len * 2, MAX_READ_BUF));
+    else if (this.w === len) this.#relocate(this.r > 0 ? len : len * 2);
+    this.#full = false;
+    return this.buf.subarray(this.w);
+  }
+
+  /**
+   * A read into space() completed. With a BYOB reader the buffer comes back as a new
+   * view (the old one was transferred), so pass the view the read returned.
+   */
+  commit(view: Uint8Array): void {
+    if (view.buffer !== this.buf.buffer) this.buf = new Uint8Array(view.buffer, 0, view.buffer.byteLength);
+    this.w = view.byteOffset + view.byteLength;
+    if (this.w === this.buf.length) this.#full = true;
+  }
+
+  /** Copy a chunk in (for callback-style sockets). */
+  push(chunk: Uint8Array): void {
+    if (this.r === this.w) this.r = this.w = this.#scan = 0;
+    if (this.buf.length - this.w < chunk.length) {
+      let size = this.buf.length;
+      while (size - (this.w - this.r) < chunk.length) size *= 2;
+      this.#relocate(size);
+    }
+    this.buf.set(chunk, this.w);
+    this.w += chunk.length;
+  }
+
+  /** After a put line: the next n bytes (body + CRLF) form the body. */
+  expectBody(n: number): void {
+    this.body = new Uint8Array(n);
+    this.#bodyHave = 0;
+    this.#mode = MODE_BODY;
+  }
+
+  /** After an oversized put line: swallow the next n bytes. */
+  skip(n: number): void {
+    this.#skipLeft = n;
+    this.#mode = MODE_SKIP;
+  }
+
+  /** Advance; returns one of NEED_MORE, LINE, OVERLONG, BODY, SKIPPED. */
+  next(): number {
+    switch (this.#mode) {
+      case MODE_LINE:
+        return this.#line();
+      case MODE_DISCARD:
+        return this.#discard();
+      case MODE_BODY:
+        return this.#body();
+      default:
+        return this.#skip();
+    }
+  }
+
+  #line(): number {
+    const buf = this.buf;
+    const w = this.w;
+    const r = this.r;
+    let i = this.#scan > r ? this.#scan : r;
+    // A line ends at the first CR that is followed by LF (1.12 looks only at the first
+    // CR, so "abc\rdef\r\n" would hang until the overflow rule fired; we do not copy that).
+    for (;;) {
+      const cr = i < w ? buf.indexOf(CR, i) : -1;
+      if (cr < 0 || cr >= w) {
+        i = w;
+        break;
+      }
+      if (cr + 1 >= w) {
+        i = cr;
+        break;
+      }
+      if (buf[cr + 1] === LF) {
+        this.r = cr + 2;
+        this.#scan = this.r;
+        if (cr + 2 - r > LINE_MAX) return OVERLONG;
+        this.lineStart = r;
+        this.lineEnd = cr;
+        return LINE;
+      }
+      i = cr + 1;
+    }
+    if (w - r >= LINE_MAX) {
+      // No CRLF within the line limit: drop what we have and discard up to the next CRLF.
+      this.#discardCR = buf[w - 1] === CR;
+      this.r = this.w = this.#scan = 0;
+      this.#mode = MODE_DISCARD;
+      return NEED_MORE;
+    }
+    this.#scan = i;
+    return NEED_MORE;
+  }
+
+  #discard(): number {
+    const buf = this.buf;
+    const w = this.w;
+    let i = this.r;
+    if (i < w && this.#discardCR && buf[i] === LF) {
+      this.r = i + 1;
+      this.#mode = MODE_LINE;
+      this.#discardCR = false;
+      return OVERLONG;
+    }
+    for (;;) {
+      const cr = i < w ? buf.indexOf(CR, i) : -1;
+      if (cr < 0 || cr >= w - 1) break;
+      if (buf[cr + 1] === LF) {
+        this.r = this.#scan = cr + 2;
+        this.#mode = MODE_LINE;
+        this.#discardCR = false;
+        return OVERLONG;
+      }
+      i = cr + 1;
+    }
+    this.#discardCR = w > this.r && buf[w - 1] === CR;
+    this.r = this.w = this.#scan = 0;
+    return NEED_MORE;
+  }
+
+  #body(): number {
+    const need = this.body.length - this.#bodyHave;
+    const n = Math.min(need, this.w - this.r);
+    if (n > 0) {
+      this.body.set(this.buf.subarray(this.r, this.r + n), this.#bodyHave);
+      this.#bodyHave += n;
+      this.r += n;
+    }
+    if (this.#bodyHave < this.body.length) return NEED_MORE;
+    this.#mode = MODE_LINE;
+    this.#scan = this.r;
+    return BODY;
+  }
+
+  #skip(): number {
+    const n = Math.min(this.#skipLeft, this.w - this.r);
+    this.#skipLeft -= n;
+    this.r += n;
+    if (this.#skipLeft > 0) return NEED_MORE;
+    this.#mode = MODE_LINE;
+    this.#scan = this.r;
+    return SKIPPED;
+  }
+
+  #relocate(size: number): void {
+    const len = this.w - this.r;
+    const scan = this.#scan - this.r;
+    if (size === this.buf.length) {
+      this.buf.copyWithin(0, this.r, this.w);
+    } else {
+      const nb = new Uint8Array(size);
+      nb.set(this.buf.subarray(this.r, this.w));
+      this.buf = nb;
+    }
+    this.r = 0;
+    this.w = len;
+    this.#scan = scan > 0 ? scan : 0;
+  }
+}

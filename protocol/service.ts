@@ -1,0 +1,103 @@
+// The server without sockets: one queue, its one timer, and the open connections.
+// Adapters (server.ts) accept sockets and hand each to connect().
+import { Queue } from "../core/queue.ts";
+import type { Clock } from "../core/clock.ts";
+import { systemClock } from "../core/clock.ts";
+import type { Wal } from "../core/wal.ts";
+import { Connection, type Transport } from "./connection.ts";
+import { hostInfo, type HostInfo, randomId } from "./host.ts";
+import type { ServerFacts } from "./yaml.ts";
+
+/** What `stats` reports as version: the protocol level we reproduce, so clients that check it keep working. */
+export const PROTOCOL_VERSION = "1.12";
+
+/** The longest the one timer sleeps (1.12 wakes at least hourly too). */
+const MAX_SLEEP_MS = 3_600_000;
+
+export interface ServiceOptions {
+  clock?: Clock;
+  /** Largest job body accepted, bytes (-z). Default 65535. */
+  maxJobSize?: number;
+  wal?: Wal;
+  /** -V count: 1 logs connections, 2 also commands. */
+  verbose?: number;
+  /** Where log lines go (default: console.log / console.error). */
+  log?: (line: string) => void;
+  error?: (line: string) => void;
+  host?: HostInfo;
+  /** An existing queue to serve (e.g. one restored from the binlog). */
+  queue?: Queue;
+}
+
+export class Service {
+  readonly queue: Queue;
+  readonly facts: ServerFacts;
+  readonly verbose: number;
+  readonly log: (line: string) => void;
+  readonly error: (line: string) => void;
+  readonly connections = new Set<Connection>();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timerAt = Infinity;
+  #lastId = 0;
+
+  constructor(opts: ServiceOptions = {}) {
+    const clock = opts.clock ?? systemClock;
+    this.queue = opts.queue ?? new Queue({
+      clock,
+      ...(opts.maxJobSize !== undefined ? { maxJobSize: opts.maxJobSize } : {}),
+      ...(opts.wal ? { wal: opts.wal } : {}),
+    });
+    this.facts = { host: opts.host ?? hostInfo(), id: randomId(), version: PROTOCOL_VERSION, startedAt: clock.now() };
+    this.verbose = opts.verbose ?? 0;
+    this.log = opts.log ?? ((l) => console.log(l));
+    this.error = opts.error ?? ((l) => console.error(l));
+    this.queue.onDeadline = (at) => this.#arm(at);
+    const due = this.queue.nextDue();
+    if (due < Infinity) this.#arm(due);
+  }
+
+  /** A new client connection writing to `transport`. */
+  connect(transport: Transport): Connection {
+    const c = new Connection(this, transport);
+    this.connections.add(c);
+    return c;
+  }
+
+  nextConnectionId(): number {
+    return ++this.#lastId;
+  }
+
+  forget(c: Connection): void {
+    this.connections.delete(c);
+  }
+
+  /** Drain mode (SIGUSR1): from now on every put is answered DRAINING. */
+  drain(): void {
+    this.queue.draining = true;
+  }
+
+  /** Close every connection and stop the timer. */
+  close(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    this.queue.onDeadline = undefined;
+    for (const c of [...this.connections]) c.abort();
+  }
+
+  /** One timer for every deadline: armed for the earliest, re-armed by each tick. */
+  #arm(at: number): void {
+    if (at >= this.#timerAt) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timerAt = at;
+    const ms = Math.min(Math.max(0, at - this.queue.clock.now()), MAX_SLEEP_MS);
+    this.#timer = setTimeout(this.#fire, Math.ceil(ms));
+  }
+
+  #fire = (): void => {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const next = this.queue.tick();
+    if (next < Infinity) this.#arm(next);
+  };
+}

@@ -1,0 +1,118 @@
+// The YAML documents of stats, stats-job, stats-tube and the tube lists, in 1.12's
+// wire key order. String values are double-quoted as 1.13 does (1.12 leaves them bare,
+// so an `os` starting with '#' reads as a comment, and a tube named "123" as a number).
+import type { JobStats, TubeStats } from "../core/stats.ts";
+import { CMD_KEYS } from "../core/stats.ts";
+import type { Queue } from "../core/queue.ts";
+import type { HostInfo } from "./host.ts";
+
+/** Quote a string for YAML: printable ASCII kept, the rest escaped. */
+export function quote(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (ch === '"' || ch === "\\") out += "\\" + ch;
+    else if (c >= 32 && c < 127) out += ch;
+    else if (c <= 0xff) out += "\\x" + c.toString(16).padStart(2, "0");
+    else if (c <= 0xffff) out += "\\u" + c.toString(16).padStart(4, "0");
+    else out += "\\U" + c.toString(16).padStart(8, "0");
+  }
+  return out + '"';
+}
+
+/** Seconds with 6 decimals, from microseconds (rusage-utime style). */
+function secs(us: number): string {
+  const whole = Math.floor(us / 1e6);
+  return `${whole}.${String(Math.floor(us - whole * 1e6)).padStart(6, "0")}`;
+}
+
+export interface ServerFacts {
+  host: HostInfo;
+  /** Random per start. */
+  id: string;
+  version: string;
+  /** Monotonic ms at start. */
+  startedAt: number;
+}
+
+export function statsYaml(q: Queue, f: ServerFacts): string {
+  const g = q.gauges();
+  const c = q.counters;
+  const w = q.wal.stats();
+  const cpu = f.host.cpu();
+  let y = "---\n";
+  y += `current-jobs-urgent: ${g.urgent}\n`;
+  y += `current-jobs-ready: ${g.ready}\n`;
+  y += `current-jobs-reserved: ${g.reserved}\n`;
+  y += `current-jobs-delayed: ${g.delayed}\n`;
+  y += `current-jobs-buried: ${g.buried}\n`;
+  for (let i = 0; i < CMD_KEYS.length; i++) y += `cmd-${CMD_KEYS[i]}: ${c.cmd[i]}\n`;
+  y += `job-timeouts: ${c.jobTimeouts}\n`;
+  y += `total-jobs: ${c.totalJobs}\n`;
+  y += `max-job-size: ${q.maxJobSize}\n`;
+  y += `current-tubes: ${g.tubes}\n`;
+  y += `current-connections: ${g.connections}\n`;
+  y += `current-producers: ${g.producers}\n`;
+  y += `current-workers: ${g.workers}\n`;
+  y += `current-waiting: ${g.waiting}\n`;
+  y += `total-connections: ${c.totalConnections}\n`;
+  y += `pid: ${f.host.pid}\n`;
+  y += `version: ${quote(f.version)}\n`;
+  y += `rusage-utime: ${secs(cpu.user)}\n`;
+  y += `rusage-stime: ${secs(cpu.system)}\n`;
+  y += `uptime: ${Math.trunc((q.clock.now() - f.startedAt) / 1000)}\n`;
+  y += `binlog-oldest-index: ${w.oldestIndex}\n`;
+  y += `binlog-current-index: ${w.currentIndex}\n`;
+  y += `binlog-records-migrated: ${w.recordsMigrated}\n`;
+  y += `binlog-records-written: ${w.recordsWritten}\n`;
+  y += `binlog-max-size: ${w.maxSize}\n`;
+  y += `draining: ${q.draining}\n`;
+  y += `id: ${f.id}\n`;
+  y += `hostname: ${quote(f.host.hostname)}\n`;
+  y += `os: ${quote(f.host.os)}\n`;
+  y += `platform: ${quote(f.host.platform)}\n`;
+  return y;
+}
+
+export function statsJobYaml(s: JobStats): string {
+  return "---\n" +
+    `id: ${s.id}\n` +
+    `tube: ${quote(s.tube)}\n` +
+    `state: ${s.state}\n` +
+    `pri: ${s.pri}\n` +
+    `age: ${s.age}\n` +
+    `delay: ${s.delay}\n` +
+    `ttr: ${s.ttr}\n` +
+    `time-left: ${s.timeLeft}\n` +
+    `file: ${s.file}\n` +
+    `reserves: ${s.reserves}\n` +
+    `timeouts: ${s.timeouts}\n` +
+    `releases: ${s.releases}\n` +
+    `buries: ${s.buries}\n` +
+    `kicks: ${s.kicks}\n`;
+}
+
+export function statsTubeYaml(s: TubeStats): string {
+  return "---\n" +
+    `name: ${quote(s.name)}\n` +
+    `current-jobs-urgent: ${s.urgent}\n` +
+    `current-jobs-ready: ${s.ready}\n` +
+    `current-jobs-reserved: ${s.reserved}\n` +
+    `current-jobs-delayed: ${s.delayed}\n` +
+    `current-jobs-buried: ${s.buried}\n` +
+    `total-jobs: ${s.totalJobs}\n` +
+    `current-using: ${s.using}\n` +
+    `current-watching: ${s.watching}\n` +
+    `current-waiting: ${s.waiting}\n` +
+    `cmd-delete: ${s.cmdDelete}\n` +
+    `cmd-pause-tube: ${s.cmdPauseTube}\n` +
+    `pause: ${s.pause}\n` +
+    `pause-time-left: ${s.pauseTimeLeft}\n`;
+}
+
+/** list-tubes / list-tubes-watched: names raw, unquoted, in every version. */
+export function listYaml(names: readonly string[]): string {
+  let y = "---\n";
+  for (const n of names) y += `- ${n}\n`;
+  return y;
+}

@@ -1,0 +1,99 @@
+// The tubeway executable: flags -> Config, listen on Deno or Bun, signals, logs, exit
+// codes. Everything else lives in core/ and protocol/.
+//
+//   deno run --allow-net --allow-read --allow-write --allow-env --allow-sys server.ts -p 11300
+//   bun run server.ts -p 11300
+import process from "node:process";
+import { existsSync, lstatSync, unlinkSync } from "node:fs";
+import { parseConfig, USAGE, type Config } from "./core/config.ts";
+import { VERSION } from "./core/version.ts";
+import { Service } from "./protocol/service.ts";
+import { listen } from "./adapters/listen.ts";
+import { Queue } from "./core/queue.ts";
+import { systemClock } from "./core/clock.ts";
+
+const PREFIX = "tubeway";
+
+function fail(message: string, code: number): never {
+  console.error(`${PREFIX}: ${message}`);
+  process.exit(code);
+}
+
+/** 1.12 replaces a stale UNIX socket file, and refuses to touch any other file. */
+function prepareUnixPath(path: string): void {
+  if (Buffer.byteLength(path) > 107) fail(`socket path too long: ${path}`, 111);
+  if (!existsSync(path)) return;
+  if (!lstatSync(path).isSocket()) fail("another file already exists in the given path", 111);
+  console.error(`${PREFIX}: removing existing local socket to replace it`);
+  unlinkSync(path);
+}
+
+/** -u USER: switch group and user after binding, as 1.12 does (exit 32/33/34 on failure). */
+function becomeUser(user: string): void {
+  const p = process as unknown as { setuid?: (id: string | number) => void; setgid?: (id: string | number) => void };
+  if (!p.setuid || !p.setgid) fail(`-u: this runtime cannot change user; run tubeway as ${user} instead`, 32);
+  try {
+    p.setgid(user);
+  } catch (e) {
+    fail(`setgid(${user}): ${e}`, 33);
+  }
+  try {
+    p.setuid(user);
+  } catch (e) {
+    fail(`setuid(${user}): ${e}`, 34);
+  }
+}
+
+async function main(args: string[]): Promise<void> {
+  const parsed = parseConfig(args);
+  switch (parsed.kind) {
+    case "help":
+      process.stderr.write(USAGE);
+      return process.exit(0);
+    case "version":
+      console.log(`tubeway ${VERSION} (beanstalkd 1.12 protocol)`);
+      return process.exit(0);
+    case "error":
+      console.error(`${PREFIX}: ${parsed.message}`);
+      if (parsed.usage) process.stderr.write(USAGE);
+      return process.exit(parsed.exitCode);
+  }
+  const config: Config = parsed.config;
+  for (const w of config.warnings) console.error(`${PREFIX}: ${w}`);
+
+  if (config.verbose > 0) console.log(`pid ${process.pid}`);
+  const queue = new Queue({ clock: systemClock, maxJobSize: config.maxJobSize });
+  if (config.binlogDir !== undefined) {
+    fail("-b: the write-ahead log is not in this build yet (see README); refusing to run without the durability you asked for", 10);
+  }
+  const svc = new Service({ queue, verbose: config.verbose });
+  if ("path" in config.listen) prepareUnixPath(config.listen.path);
+  let listening;
+  try {
+    listening = await listen(svc, config.listen);
+  } catch (e) {
+    fail(`cannot listen on ${JSON.stringify(config.listen)}: ${(e as Error).message ?? e}`, 111);
+  }
+  if (config.verbose > 0) {
+    const a = listening.address;
+    console.log("path" in a ? `bind ${a.path}` : `bind ${a.host.includes(":") ? `[${a.host}]` : a.host}:${a.port}`);
+  }
+  if (config.user) becomeUser(config.user);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    if (config.verbose > 0) console.log(`${signal}: shutting down`);
+    listening.close();
+    svc.close();
+    queue.wal.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("SIGUSR1", () => svc.drain());
+}
+
+const args = "Deno" in globalThis ? Deno.args : process.argv.slice(2);
+await main(args);

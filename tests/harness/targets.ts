@@ -1,0 +1,123 @@
+// Servers the wire-level suites run against. Each target starts a fresh server on a
+// port the test picks (127.0.0.1 only) and stops it afterwards.
+import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { BUN, DENO, ROOT, which } from "./paths.ts";
+import { type Address, dial } from "./wire.ts";
+
+/** A running server under test. */
+export interface Running {
+  /** Where to dial it. */
+  addr: Address & { host: string; port: number };
+  /** The child process, when the server is one (absent in-process). */
+  child?: ChildProcess;
+  /** Everything the server printed so far (stdout and stderr). */
+  output(): string;
+  /** Stop it (SIGTERM, then SIGKILL after a grace period) and wait for exit. */
+  stop(): Promise<void>;
+}
+
+/** A kind of server to test. */
+export interface Target {
+  name: string;
+  /** Why it cannot run here, or undefined when it can. */
+  unavailable(): string | undefined;
+  /** Start one, passing extra beanstalkd-style flags (never -l or -p). */
+  start(flags?: string[]): Promise<Running>;
+}
+
+/** Ask the kernel for a free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const a = srv.address();
+      const port = typeof a === "object" && a ? a.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Wait until something accepts connections at addr, or the child exits. */
+async function waitListening(addr: Address, child: ChildProcess, out: () => string, timeoutMs = 20000) {
+  const deadline = Date.now() + timeoutMs;
+  let exited: number | null = null;
+  child.once("exit", (code) => (exited = code ?? -1));
+  while (Date.now() < deadline) {
+    if (exited !== null) throw new Error(`server exited with ${exited} before listening:\n${out()}`);
+    try {
+      const w = await dial(addr, 1000);
+      w.close();
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+  child.kill("SIGKILL");
+  throw new Error(`server did not listen within ${timeoutMs} ms:\n${out()}`);
+}
+
+/** Start a server process with `-l 127.0.0.1 -p <free port>` and wait for it. */
+export async function startProcess(
+  argv: string[],
+  flags: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Running> {
+  const port = await freePort();
+  const [cmd, ...args] = argv;
+  const child = spawn(cmd!, [...args, "-l", "127.0.0.1", "-p", String(port), ...flags], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let log = "";
+  child.stdout!.on("data", (d: Buffer) => (log += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (log += d.toString()));
+  const addr = { host: "127.0.0.1", port };
+  await waitListening(addr, child, () => log);
+  return {
+    addr,
+    child,
+    output: () => log,
+    stop: () => stopChild(child),
+  };
+}
+
+/** SIGTERM, then SIGKILL after 3 s; resolves when the process has exited. */
+export function stopChild(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(() => child.kill("SIGKILL"), 3000);
+    child.once("exit", () => {
+      clearTimeout(t);
+      resolve();
+    });
+    child.kill(signal);
+  });
+}
+
+export const BEANSTALKD = which("/usr/bin/beanstalkd") ?? which("beanstalkd");
+
+/** The real beanstalkd 1.12, when installed (apt-get install -y beanstalkd). */
+export const beanstalkd: Target = {
+  name: "beanstalkd",
+  unavailable: () => (BEANSTALKD ? undefined : "beanstalkd is not installed (apt-get install -y beanstalkd)"),
+  start: (flags) => startProcess([BEANSTALKD!], flags),
+};
+
+/** tubeway under `deno run server.ts`. */
+export const denoServer: Target = {
+  name: "deno run server.ts",
+  unavailable: () => (existsSync(DENO) || which("deno") ? undefined : "deno is not installed (npm install)"),
+  start: (flags) => startProcess([DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")], flags),
+};
+
+/** tubeway under `bun run server.ts`. */
+export const bunServer: Target = {
+  name: "bun run server.ts",
+  unavailable: () => (existsSync(BUN) || which("bun") ? undefined : "bun is not installed (npm install)"),
+  start: (flags) => startProcess([BUN, "run", join(ROOT, "server.ts")], flags),
+};
