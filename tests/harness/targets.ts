@@ -13,6 +13,8 @@ export interface Running {
   addr: Address & { host: string; port: number };
   /** The child process, when the server is one (absent in-process). */
   child?: ChildProcess;
+  /** Enter drain mode (SIGUSR1 for a process). */
+  drain?: () => void;
   /** Everything the server printed so far (stdout and stderr). */
   output(): string;
   /** Stop it (SIGTERM, then SIGKILL after a grace period) and wait for exit. */
@@ -81,6 +83,7 @@ export async function startProcess(
   return {
     addr,
     child,
+    drain: () => child.kill("SIGUSR1"),
     output: () => log,
     stop: () => stopChild(child),
   };
@@ -121,3 +124,65 @@ export const bunServer: Target = {
   unavailable: () => (existsSync(BUN) || which("bun") ? undefined : "bun is not installed (npm install)"),
   start: (flags) => startProcess([BUN, "run", join(ROOT, "server.ts")], flags),
 };
+
+/** tubeway in this test process, on this runtime's listener (Deno.listen or Bun.listen). */
+export const inProcess: Target = {
+  name: "in-process",
+  unavailable: () => undefined,
+  async start(flags = []) {
+    const { Service, listen, parseConfig } = await import("../../mod.ts");
+    const parsed = parseConfig(flags);
+    if (parsed.kind !== "run") throw new Error(`bad flags for in-process server: ${flags.join(" ")}`);
+    const logs: string[] = [];
+    const svc = new Service({
+      maxJobSize: parsed.config.maxJobSize,
+      log: (l) => logs.push(l),
+      error: (l) => logs.push(l),
+    });
+    const l = await listen(svc, { host: "127.0.0.1", port: 0 });
+    const a = l.address as { host: string; port: number };
+    return {
+      addr: { host: "127.0.0.1", port: a.port },
+      drain: () => svc.drain(),
+      output: () => logs.join("\n"),
+      stop: async () => {
+        l.close();
+        svc.close();
+        await new Promise((r) => setTimeout(r, 10));
+      },
+    };
+  },
+};
+
+let built: Promise<string> | undefined;
+
+/** Build the single-file executable once per test process (bun build --compile works offline). */
+export function buildBinary(): Promise<string> {
+  built ??= (async () => {
+    const { mkdtempSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const out = join(mkdtempSync(join(tmpdir(), "tubeway-bin-")), "tubeway");
+    await new Promise<void>((resolve, reject) => {
+      const p = spawn(BUN, ["build", "--compile", "--outfile", out, join(ROOT, "server.ts")], {
+        cwd: ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let log = "";
+      p.stdout!.on("data", (d: Buffer) => (log += d));
+      p.stderr!.on("data", (d: Buffer) => (log += d));
+      p.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`bun build --compile failed:\n${log}`))));
+    });
+    return out;
+  })();
+  return built;
+}
+
+/** The compiled executable (bun build --compile), run as its own process. */
+export const binary: Target = {
+  name: "compiled binary",
+  unavailable: () => (existsSync(BUN) || which("bun") ? undefined : "bun is not installed (npm install)"),
+  start: async (flags) => startProcess([await buildBinary()], flags),
+};
+
+/** The targets the wire suite runs against. */
+export const tubewayTargets: Target[] = [inProcess, denoServer, bunServer, binary];
