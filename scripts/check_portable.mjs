@@ -1,0 +1,40 @@
+// Fails when shared code names a runtime, or anything imports from a registry this
+// project cannot reach. core/ and protocol/ must run anywhere: only server.ts and
+// adapters/ may say `Deno.` or `Bun.`.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+
+const root = new URL("..", import.meta.url).pathname;
+const problems = [];
+
+function walk(dir, visit) {
+  for (const name of readdirSync(dir)) {
+    if (name === "node_modules" || name.startsWith(".") || name === "dist") continue;
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) walk(p, visit);
+    else if (p.endsWith(".ts")) visit(p);
+  }
+}
+
+for (const dir of ["core", "protocol"]) {
+  walk(join(root, dir), (p) => {
+    readFileSync(p, "utf8").split("\n").forEach((line, i) => {
+      if (/\b(Deno|Bun)\./.test(line) && !/^\s*(\/\/|\*)/.test(line)) {
+        problems.push(`${p.slice(root.length)}:${i + 1}: names a runtime: ${line.trim()}`);
+      }
+    });
+  });
+}
+walk(root, (p) => {
+  readFileSync(p, "utf8").split("\n").forEach((line, i) => {
+    if (/from\s+["'](jsr:|https?:)/.test(line) || /import\(\s*["'](jsr:|https?:)/.test(line)) {
+      problems.push(`${p.slice(root.length)}:${i + 1}: imports from an unreachable registry: ${line.trim()}`);
+    }
+  });
+});
+
+if (problems.length) {
+  console.error(problems.join("\n"));
+  process.exit(1);
+}
+console.log("portable: core/ and protocol/ name no runtime; no jsr:/https: imports");
