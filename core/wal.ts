@@ -29,9 +29,17 @@ export interface JobRecord {
 
 /** What the log gives back at startup. */
 export interface Recovered {
-  /** Live jobs, in the order their buried state was first seen for buried ones. */
+  /**
+   * Live jobs: ids ascending, then the buried ones in the order they were buried
+   * (append them to their tube's buried list in array order). Reserved jobs come
+   * back ready; delayed ones keep their absolute deadline (may be in the past).
+   */
   jobs: JobRecord[];
-  /** Highest id ever seen in any record (so ids are never handed out twice). */
+  /**
+   * Highest id that may ever have been handed out: above every id in any record
+   * and above the log's id reservations, so ids lost with a torn tail are never
+   * reused. The next id is maxId + 1.
+   */
   maxId: number;
   /** File sequence number holding each job's newest full record. */
   fileOf: Map<number, number>;
@@ -50,10 +58,19 @@ export interface Wal {
   /** File sequence number holding the job's newest full record (stats-job `file`). */
   fileOf(id: number): number;
   /**
-   * Resolves once everything written so far is on disk (durable-ack mode);
-   * resolves at once when the log is off or not in that mode.
+   * Durable-ack mode: resolves true once everything written before the call is on
+   * disk (calls in the same turn share one fsync), or false when the fsync failed
+   * and the log could not rewrite the data elsewhere (reply INTERNAL_ERROR then).
+   * Resolves true at once when the log is off or not in that mode.
    */
-  synced(): Promise<void>;
+  synced(): Promise<boolean>;
+  /**
+   * For the server's single timer (the log sets no timers): starts a background
+   * fsync when the -f interval has passed and something is unsynced, so a quiet
+   * tail is flushed too. Returns ms until it wants to be called again, or
+   * undefined when nothing is pending.
+   */
+  tick(nowMs: number): number | undefined;
   /** True when replies must wait for synced() (the durable-ack mode). */
   readonly durableAcks: boolean;
   /** Values for the stats keys binlog-*. */
@@ -74,7 +91,8 @@ export function noWal(maxSize: number): Wal {
     put: () => true,
     update: () => true,
     fileOf: () => 0,
-    synced: () => Promise.resolve(),
+    synced: () => Promise.resolve(true),
+    tick: () => undefined,
     durableAcks: false,
     stats: () => ({ oldestIndex: 0, currentIndex: 0, maxSize, recordsWritten: 0, recordsMigrated: 0 }),
     close: () => {},

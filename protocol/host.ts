@@ -2,6 +2,7 @@
 // Deno and Bun both provide (no runtime is named here).
 import * as os from "node:os";
 import process from "node:process";
+import { readFileSync } from "node:fs";
 
 export interface HostInfo {
   pid: number;
@@ -26,7 +27,9 @@ export function hostInfo(): HostInfo {
   return {
     pid: process.pid,
     hostname: safe(() => os.hostname(), "localhost"),
-    os: safe(() => os.version(), "unknown"),
+    // uname's version field ("#1 SMP ..."); os.version() gives that on Bun but the
+    // release on Deno, so read the kernel's own copy first.
+    os: safe(() => readFileSync("/proc/sys/kernel/version", "utf8").trim(), safe(() => os.version(), "unknown")),
     platform: safe(() => os.machine(), "unknown"),
     cpu: () => process.cpuUsage(),
   };
