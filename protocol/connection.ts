@@ -1,5 +1,5 @@
 // One client connection: parser -> command -> queue -> reply, with back-pressure.
-// Runtime-neutral: an adapter feeds bytes in (parser.space()/commit() or push(), then
+// Runtime-neutral: an adapter feeds bytes in (parser.push(), then
 // received()), tells us about EOF and disconnects, and gives us a Transport to write to.
 //
 // Flow control, both ways: while replies are being written and more than OUT_HIGH bytes
@@ -30,6 +30,12 @@ export interface Transport {
 
 /** Stop processing commands while this much output waits behind a write in flight. */
 const OUT_HIGH = 256 * 1024;
+/**
+ * While a client waits in reserve we keep reading, without processing, so that a
+ * half-close is seen and answered TIMED_OUT (1.12 watches for the hangup); but only
+ * this much, so a client that pipelines during the wait cannot grow our buffer.
+ */
+const WAIT_READ_MAX = 64 * 1024;
 
 export class Connection {
   readonly parser = new Parser();
@@ -72,7 +78,8 @@ export class Connection {
 
   /** Whether the adapter should read more now. */
   get wantsInput(): boolean {
-    const want = !this.#closed && !this.#quit && !this.#eof && !this.#stalled;
+    const want = !this.#closed && !this.#quit && !this.#eof &&
+      (this.#waiting ? !this.#syncing && this.parser.buffered < WAIT_READ_MAX : !this.#stalled);
     if (!want) this.#inputPaused = true;
     return want;
   }

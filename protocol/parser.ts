@@ -2,9 +2,9 @@
 // and never touches a socket. Its modes are beanstalkd's connection states: want a
 // command line, discard an over-long line, want a body, swallow an oversized body.
 //
-// Input lands in one owned buffer (read into it directly with a BYOB reader, or
-// copied in by push()); command lines are reported as index ranges into it, so
-// scanning allocates nothing. Bodies are copied once, into their own Uint8Array.
+// Input is copied into one owned buffer by push(); command lines are reported as
+// index ranges into it, so scanning allocates nothing. Bodies are copied once, into
+// their own Uint8Array.
 
 /** Result codes of next(). */
 export const NEED_MORE = 0;
@@ -28,7 +28,6 @@ const MODE_BODY = 2;
 const MODE_SKIP = 3;
 
 const MIN_BUF = 1024;
-const MAX_READ_BUF = 64 * 1024;
 
 export class Parser {
   /** The input buffer; bytes [r, w) are received and not yet consumed. */
@@ -47,8 +46,6 @@ export class Parser {
   #discardCR = false;
   #bodyHave = 0;
   #skipLeft = 0;
-  /** The last read filled all the space offered: offer more next time. */
-  #full = false;
 
   constructor(initial = MIN_BUF) {
     this.buf = new Uint8Array(initial);
@@ -64,30 +61,7 @@ export class Parser {
     return this.#mode === MODE_BODY || this.#mode === MODE_SKIP;
   }
 
-  /**
-   * Free space to read into (compacting, and growing the buffer up to 64 KiB after
-   * reads that filled it). After the read, call commit() with what was read.
-   */
-  space(): Uint8Array {
-    if (this.r === this.w) this.r = this.w = this.#scan = 0;
-    const len = this.buf.length;
-    if (this.#full && len < MAX_READ_BUF) this.#relocate(Math.min(len * 2, MAX_READ_BUF));
-    else if (this.w === len) this.#relocate(this.r > 0 ? len : len * 2);
-    this.#full = false;
-    return this.buf.subarray(this.w);
-  }
-
-  /**
-   * A read into space() completed. With a BYOB reader the buffer comes back as a new
-   * view (the old one was transferred), so pass the view the read returned.
-   */
-  commit(view: Uint8Array): void {
-    if (view.buffer !== this.buf.buffer) this.buf = new Uint8Array(view.buffer, 0, view.buffer.byteLength);
-    this.w = view.byteOffset + view.byteLength;
-    if (this.w === this.buf.length) this.#full = true;
-  }
-
-  /** Copy a chunk in (for callback-style sockets). */
+  /** Copy received bytes in (the buffer grows only while a line or unprocessed commands need it). */
   push(chunk: Uint8Array): void {
     if (this.r === this.w) this.r = this.w = this.#scan = 0;
     if (this.buf.length - this.w < chunk.length) {

@@ -1,8 +1,16 @@
 // Serve one connection over web streams (what Deno.Conn exposes, and what any
-// in-memory pair of streams can provide). Reads go straight into the parser's buffer
-// with a BYOB reader when the stream is a byte stream; replies go to the writer.
+// in-memory pair of streams can provide). A byte stream is read with a BYOB reader
+// into one reused scratch buffer (no allocation per read); replies go to the writer.
+//
+// The scratch buffer is the loop's own, not the parser's: a pending BYOB read detaches
+// the buffer it was given, and the connection may have to process commands it already
+// holds while a read is pending (a reserve answered by another client's put).
 import type { Service } from "./service.ts";
 import type { Connection } from "./connection.ts";
+
+/** First read size per connection (small: idle connections should cost little). */
+const MIN_READ = 1024;
+const MAX_READ = 64 * 1024;
 
 export interface StreamPair {
   readable: ReadableStream<Uint8Array>;
@@ -35,6 +43,7 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
       (byob ?? plain)!.cancel().catch(() => {});
     },
   });
+  let scratch = new Uint8Array(MIN_READ);
   let resume: (() => void) | undefined;
   conn.onResume = () => {
     const r = resume;
@@ -48,9 +57,14 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
         await Promise.race([new Promise<void>((r) => (resume = r)), conn.done]);
       }
       if (byob) {
-        const { value, done } = await byob.read(conn.parser.space());
+        const { value, done } = await byob.read(scratch);
         if (done || !value) break;
-        conn.parser.commit(value);
+        conn.parser.push(value);
+        // The read transferred scratch's memory into value; take it back, and offer
+        // more next time if this read filled it (up to MAX_READ).
+        scratch = value.length === value.buffer.byteLength && value.length < MAX_READ
+          ? new Uint8Array(value.length * 2)
+          : new Uint8Array(value.buffer);
       } else {
         const { value, done } = await plain!.read();
         if (done || !value) break;

@@ -135,16 +135,4 @@ describe("Parser framing", () => {
     assert.equal(p.next(), OVERLONG);
     assert.equal(p.next(), LINE);
   });
-
-  it("reads into its own space (the BYOB path) and grows only after full reads", () => {
-    const p = new Parser(8);
-    const s = p.space();
-    s.set(bytes("stats\r\n"));
-    p.commit(s.subarray(0, 7));
-    assert.equal(p.next(), LINE);
-    const s2 = p.space();
-    s2.set(bytes("12345678"));
-    p.commit(s2);
-    assert.ok(p.space().length >= 8);
-  });
 });
