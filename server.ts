@@ -11,6 +11,9 @@ import { Service } from "./protocol/service.ts";
 import { listen } from "./adapters/listen.ts";
 import { Queue } from "./core/queue.ts";
 import { systemClock } from "./core/clock.ts";
+import { openBinlog, WalOpenError } from "./core/binlog.ts";
+import { nodeFiles } from "./core/files_node.ts";
+import type { Wal } from "./core/wal.ts";
 
 const PREFIX = "tubeway";
 
@@ -62,10 +65,32 @@ async function main(args: string[]): Promise<void> {
   for (const w of config.warnings) console.error(`${PREFIX}: ${w}`);
 
   if (config.verbose > 0) console.log(`pid ${process.pid}`);
-  const queue = new Queue({ clock: systemClock, maxJobSize: config.maxJobSize });
+  let queue: Queue | undefined;
+  let wal: Wal | undefined;
+  let recovered;
   if (config.binlogDir !== undefined) {
-    fail("-b: the write-ahead log is not in this build yet (see README); refusing to run without the durability you asked for", 10);
+    try {
+      ({ wal, recovered } = openBinlog(
+        {
+          dir: config.binlogDir,
+          // -f 0: every reply of a logged command waits for its fsync (group commit).
+          fsyncMs: config.fsyncMs,
+          durableAcks: config.fsyncMs === 0,
+          maxFileSize: config.binlogSize,
+          maxJobSize: config.maxJobSize,
+          log: (m) => console.error(`${PREFIX}: ${m}`),
+        },
+        nodeFiles,
+        systemClock,
+        (id) => queue?.liveRecord(id),
+      ));
+    } catch (e) {
+      if (e instanceof WalOpenError) fail(e.message, 10);
+      throw e;
+    }
   }
+  queue = new Queue({ clock: systemClock, maxJobSize: config.maxJobSize, ...(wal ? { wal } : {}) });
+  if (recovered) queue.restore(recovered.jobs, recovered.maxId);
   const svc = new Service({ queue, verbose: config.verbose });
   if ("path" in config.listen) prepareUnixPath(config.listen.path);
   let listening;
@@ -79,6 +104,7 @@ async function main(args: string[]): Promise<void> {
     console.log("path" in a ? `bind ${a.path}` : `bind ${a.host.includes(":") ? `[${a.host}]` : a.host}:${a.port}`);
   }
   if (config.user) becomeUser(config.user);
+  if (config.verbose > 0 && recovered) console.log(`binlog: ${recovered.jobs.length} jobs recovered`);
 
   let stopping = false;
   const stop = (signal: string) => {

@@ -36,7 +36,7 @@
 // state: 0 deleted, 1 ready, 2 reserved, 3 buried, 4 delayed (beanstalkd's numbers).
 // Id reservation payload (kind 3): 8 bytes, the new id high-water.
 import type { JobRecord, JobState } from "./wal.ts";
-import { CRC_INIT, crc32cFinal, crc32cUpdate } from "./binlog_crc.ts";
+import { crc32cFinal, crc32cUpdate, CRC_INIT } from "./binlog_crc.ts";
 
 export const FILE_MAGIC = Uint8Array.of(0x89, 0x54, 0x57, 0x4c, 0x0d, 0x0a, 0x1a, 0x0a);
 export const FORMAT_VERSION = 1;
@@ -62,6 +62,7 @@ const STATE_CODE: Record<JobState | "deleted", number> = {
   delayed: 4,
 };
 const utf8 = new TextEncoder();
+const EMPTY = new Uint8Array(0);
 const fromUtf8 = new TextDecoder();
 
 export interface FileHeader {
@@ -147,9 +148,9 @@ function frame(kind: number, payload: Uint8Array, salt: number, out: Uint8Array)
  * `salt` is the file's saltState(). Throws RangeError on a tube name over 255 bytes.
  */
 export function encodeJob(full: boolean, rec: JobRecord, buryOrder: number, salt: number): Uint8Array {
-  const tube = full ? utf8.encode(rec.tube) : new Uint8Array(0);
+  const tube = full ? utf8.encode(rec.tube) : EMPTY;
   if (tube.length > MAX_TUBE_BYTES) throw new RangeError(`tube name too long: ${tube.length} bytes`);
-  const body = full ? rec.body ?? new Uint8Array(0) : new Uint8Array(0);
+  const body = full ? rec.body ?? EMPTY : EMPTY;
   const out = new Uint8Array(RECORD_HEADER_SIZE + FIXED_SIZE + tube.length + body.length);
   const payload = out.subarray(RECORD_HEADER_SIZE);
   const v = view(payload);

@@ -5,8 +5,8 @@
 
 const POLY = 0x82f63b78;
 
-/** TABLES[k][b]: CRC of byte b followed by k zero bytes. */
-const TABLES: Uint32Array[] = (() => {
+/** T[k][b]: CRC of byte b followed by k zero bytes (slicing-by-8 tables). */
+function makeTables(): Uint32Array[] {
   const tables: Uint32Array[] = [];
   for (let k = 0; k < 8; k++) tables.push(new Uint32Array(256));
   const t0 = tables[0]!;
@@ -23,7 +23,18 @@ const TABLES: Uint32Array[] = (() => {
     }
   }
   return tables;
-})();
+}
+
+const [T0, T1, T2, T3, T4, T5, T6, T7] = makeTables() as [
+  Uint32Array,
+  Uint32Array,
+  Uint32Array,
+  Uint32Array,
+  Uint32Array,
+  Uint32Array,
+  Uint32Array,
+  Uint32Array,
+];
 
 /** The running state before any byte; pass it to the first crc32cUpdate. */
 export const CRC_INIT = 0xffffffff;
@@ -38,26 +49,16 @@ export function crc32cUpdate(
   start = 0,
   end = bytes.length,
 ): number {
-  const [t0, t1, t2, t3, t4, t5, t6, t7] = TABLES as [
-    Uint32Array,
-    Uint32Array,
-    Uint32Array,
-    Uint32Array,
-    Uint32Array,
-    Uint32Array,
-    Uint32Array,
-    Uint32Array,
-  ];
   let c = state >>> 0;
   let i = start;
   const fast = end - 8;
   while (i <= fast) {
     const lo = (c ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24))) >>> 0;
-    c = t7[lo & 0xff]! ^ t6[(lo >>> 8) & 0xff]! ^ t5[(lo >>> 16) & 0xff]! ^ t4[lo >>> 24]! ^
-      t3[bytes[i + 4]!]! ^ t2[bytes[i + 5]!]! ^ t1[bytes[i + 6]!]! ^ t0[bytes[i + 7]!]!;
+    c = T7[lo & 0xff]! ^ T6[(lo >>> 8) & 0xff]! ^ T5[(lo >>> 16) & 0xff]! ^ T4[lo >>> 24]! ^
+      T3[bytes[i + 4]!]! ^ T2[bytes[i + 5]!]! ^ T1[bytes[i + 6]!]! ^ T0[bytes[i + 7]!]!;
     i += 8;
   }
-  while (i < end) c = (c >>> 8) ^ t0[(c ^ bytes[i++]!) & 0xff]!;
+  while (i < end) c = (c >>> 8) ^ T0[(c ^ bytes[i++]!) & 0xff]!;
   return c >>> 0;
 }
 

@@ -30,10 +30,11 @@ export class GroupCommit {
   /** Completed sync runs (successful or not). */
   runs = 0;
 
-  constructor(run: SyncRun, position: () => number) {
+  /** `synced`: the position already on disk when the log opens (0: nothing yet). */
+  constructor(run: SyncRun, position: () => number, synced = 0) {
     this.#run = run;
     this.#position = position;
-    this.#synced = position();
+    this.#synced = synced;
   }
 
   /** Position known to be on disk. */

@@ -134,7 +134,7 @@ export class Queue {
       j.state = "delayed";
       j.deadline = now + j.delayMs;
     }
-    if (this.#logging && !this.wal.put(this.#record(j, j.state))) return "OUT_OF_MEMORY";
+    if (this.#logging && !this.#logged(this.wal.put(this.#record(j, j.state)))) return "OUT_OF_MEMORY";
     this.#jobs.set(id, j);
     tube.totalJobs++;
     this.counters.totalJobs++;
@@ -194,7 +194,7 @@ export class Queue {
   delete(c: Client, id: number): "DELETED" | Refusal {
     const j = this.#jobs.get(id);
     if (!j || (j.state === "reserved" && j.owner !== c)) return "NOT_FOUND";
-    if (this.#logging && !this.wal.update(this.#record(j, "deleted"))) return "INTERNAL_ERROR";
+    if (this.#logging && !this.#logged(this.wal.update(this.#record(j, "deleted")))) return "INTERNAL_ERROR";
     this.#unlink(j);
     this.#jobs.delete(id);
     j.tube.cmdDelete++;
@@ -213,7 +213,7 @@ export class Queue {
       rec.delayMs = delaySec * 1000;
       rec.deadlineAtMs = delayed ? this.#wall(now + delaySec * 1000) : 0;
       rec.releases++;
-      if (!this.wal.update(rec)) return "INTERNAL_ERROR";
+      if (!this.#logged(this.wal.update(rec))) return "INTERNAL_ERROR";
     }
     this.#unlink(j);
     j.pri = pri;
@@ -237,7 +237,7 @@ export class Queue {
       const rec = this.#record(j, "buried");
       rec.pri = pri;
       rec.buries++;
-      if (!this.wal.update(rec)) return "INTERNAL_ERROR";
+      if (!this.#logged(this.wal.update(rec))) return "INTERNAL_ERROR";
     }
     this.#unlink(j);
     j.pri = pri;
@@ -285,7 +285,7 @@ export class Queue {
     if (this.#logging) {
       const rec = this.#record(j, "ready");
       rec.kicks++;
-      if (!this.wal.update(rec)) return false;
+      if (!this.#logged(this.wal.update(rec))) return false;
     }
     this.#unlink(j);
     j.kicks++;
@@ -403,6 +403,7 @@ export class Queue {
       }
     }
     if (touched.size > 0) this.#serve([...touched]);
+    const walIn = this.#logging ? this.wal.tick(now) : undefined;
     for (let c = this.#wakes.peek(); c && c.wakeAt <= now; c = this.#wakes.peek()) {
       this.#wakes.pop();
       const soonest = c.soonestDeadline();
@@ -410,7 +411,7 @@ export class Queue {
       else if (c.waitUntil <= now) this.#finishWait(c, "TIMED_OUT");
       else this.#scheduleWake(c, soonest);
     }
-    this.#armed = this.nextDue();
+    this.#armed = walIn === undefined ? this.nextDue() : Math.min(this.nextDue(), now + walIn);
     return this.#armed;
   }
 
@@ -661,6 +662,20 @@ export class Queue {
     if (c.wakeSlot >= 0) this.#wakes.remove(c);
     c.wakeAt = c.waitUntil = Infinity;
     this.#waiting--;
+  }
+
+  /**
+   * After a successful log write: give the log its check (fsync when -f's interval has
+   * passed, as 1.12 does after every write) and make sure the timer comes back for a
+   * quiet tail.
+   */
+  #logged(ok: boolean): boolean {
+    if (ok) {
+      const now = this.clock.now();
+      const inMs = this.wal.tick(now);
+      if (inMs !== undefined) this.#schedule(now + inMs);
+    }
+    return ok;
   }
 
   #schedule(atMs: number): void {

@@ -58,12 +58,13 @@ export interface Wal {
   /** File sequence number holding the job's newest full record (stats-job `file`). */
   fileOf(id: number): number;
   /**
-   * Durable-ack mode: resolves true once everything written before the call is on
-   * disk (calls in the same turn share one fsync), or false when the fsync failed
-   * and the log could not rewrite the data elsewhere (reply INTERNAL_ERROR then).
-   * Resolves true at once when the log is off or not in that mode.
+   * Durable-ack mode: resolves once everything written before the call is on disk
+   * (calls in the same turn share one fsync). Rejects when the fsync failed and the
+   * log could not rewrite the data into a new file either: the changes may not be
+   * durable, so their replies must not be sent as successes. Resolves at once when
+   * the log is off or not in that mode.
    */
-  synced(): Promise<boolean>;
+  synced(): Promise<void>;
   /**
    * For the server's single timer (the log sets no timers): starts a background
    * fsync when the -f interval has passed and something is unsynced, so a quiet
@@ -91,7 +92,7 @@ export function noWal(maxSize: number): Wal {
     put: () => true,
     update: () => true,
     fileOf: () => 0,
-    synced: () => Promise.resolve(true),
+    synced: () => Promise.resolve(),
     tick: () => undefined,
     durableAcks: false,
     stats: () => ({ oldestIndex: 0, currentIndex: 0, maxSize, recordsWritten: 0, recordsMigrated: 0 }),

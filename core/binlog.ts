@@ -1,0 +1,417 @@
+// The write-ahead log behind `-b DIR`: files binlog.N, checksummed records (format
+// in binlog_codec.ts), recovery (binlog_recover.ts), rotation at -s, collection of
+// dead files, compaction, the fsync policy with group commit (binlog_sync.ts) and
+// the disk-full reserve (binlog_ballast.ts). Runtime-free: files come in through
+// the Files interface, time through `clock` (monotonic ms: only the -f interval
+// uses it; the times inside records are the engine's wall-clock values).
+//
+// Choices, and why:
+//   * Each start writes a new file binlog.<max+1> (as beanstalkd does), so a torn
+//     tail is never appended to.
+//   * Appends are synchronous (writeSync); a put returns true only after its record
+//     is in the file, so nothing is acknowledged that is not logged. fsync is async.
+//   * Files are removed from the oldest end only. A file's short records may update
+//     or delete jobs whose full records live in older files; removing a middle file
+//     could lose a bury or resurrect a deleted job. The oldest file is safe to drop
+//     once no live job's newest full record is in it, and compaction makes that
+//     happen by moving those jobs forward. A removal waits until a fsync has covered
+//     everything written before the file became dead (the moved copies included).
+//   * Compaction (after a write, in a microtask): while the log's bytes exceed
+//     2 x live bytes + 2 x -s, jobs in the oldest file that still has live jobs
+//     are rewritten, with their current state from live(id), into the current
+//     file; each written byte buys two bytes of moving, so the work is spread over
+//     the writes that cause it and keeps ahead of them. Put/delete churn and jobs
+//     released with a delay again and again (beanstalkd #622) both stay bounded.
+//     It runs in a microtask so live(id) sees the engine's state after the whole
+//     command (the engine logs a change, then applies it in the same turn).
+//   * Ids: puts reserve ids in blocks of ID_BLOCK with a small record written ahead
+//     of use (and every file header repeats the high-water), so recovery skips ids
+//     that were handed out and then lost with a torn tail. A restart may therefore
+//     skip up to ID_BLOCK ids; ids are never reused.
+//   * If an fsync fails, the kernel may have dropped the unsynced pages (fsync
+//     errors are not retryable on Linux), so the log checkpoints: a new file gets
+//     a full record of every live job, and everything older is then collected.
+import type { Files } from "./files.ts";
+import { errorText, joinPath } from "./files.ts";
+import type { JobRecord, JobState, Recovered, Wal } from "./wal.ts";
+import type { Clock } from "./clock.ts";
+import { encodeIds, encodeJob, fullRecordSize, IDS_RECORD_SIZE, SHORT_RECORD_SIZE } from "./binlog_codec.ts";
+import { jobsInOrder, replay } from "./binlog_recover.ts";
+import { Ballast } from "./binlog_ballast.ts";
+import { GroupCommit } from "./binlog_sync.ts";
+import { type LogFile, Segments } from "./binlog_segments.ts";
+
+export interface BinlogOptions {
+  dir: string;
+  /** -f MS: fsync at most every MS ms (0: after every write); -F: "never". */
+  fsyncMs: number | "never";
+  /** Replies wait for synced(); implies an fsync per group of commands. */
+  durableAcks: boolean;
+  /** -s: a new file is started when a record would take the current one past this. */
+  maxFileSize: number;
+  /** -z: not checked on replay (a job once accepted is always replayed). */
+  maxJobSize: number;
+  log: (msg: string) => void;
+}
+
+/** The engine's current view of a live job, body included (for compaction). */
+export type LiveLookup = (id: number) => JobRecord | undefined;
+
+/** Thrown by openBinlog when the directory is missing, unreadable or locked (exit 10). */
+export class WalOpenError extends Error {}
+
+/** Ids reserved per id record; a restart skips at most this many. */
+export const ID_BLOCK = 4096;
+
+interface JobInfo {
+  file: LogFile;
+  size: number;
+  state: JobState;
+  buryOrder: number;
+}
+
+/**
+ * Open the log in opts.dir: lock it, replay it, start a new file. Throws
+ * WalOpenError when the directory cannot be locked or listed; never throws for
+ * damaged data (that is reported through opts.log).
+ */
+export function openBinlog(
+  opts: BinlogOptions,
+  files: Files,
+  clock: Pick<Clock, "now">,
+  live: LiveLookup,
+): { wal: Binlog; recovered: Recovered } {
+  let lock;
+  try {
+    lock = files.lock(opts.dir);
+  } catch (e) {
+    throw new WalOpenError(e instanceof Error ? e.message : String(e));
+  }
+  let r;
+  try {
+    r = replay(opts.dir, files, opts.log);
+  } catch (e) {
+    lock.release();
+    throw new WalOpenError(`failed to read wal dir ${opts.dir}: ${errorText(e)}`);
+  }
+  const wal = new Binlog(opts, files, clock, live, lock.release.bind(lock), r);
+  const fileOf = new Map<number, number>();
+  for (const [id, j] of r.jobs) fileOf.set(id, wal.fileOf(id) || j.file);
+  return { wal, recovered: { jobs: jobsInOrder(r.jobs), maxId: r.maxId, fileOf } };
+}
+
+export class Binlog implements Wal {
+  readonly durableAcks: boolean;
+  #opts: BinlogOptions;
+  #clock: Pick<Clock, "now">;
+  #live: LiveLookup;
+  #unlock: () => void;
+  #segs: Segments;
+  #jobs = new Map<number, JobInfo>();
+  #liveBytes = 0;
+  #idHigh: number;
+  #buryOrder: number;
+  #ballast: Ballast;
+  #commit: GroupCommit;
+  #lastSyncMs = -Infinity;
+  #credit = 0;
+  #compactQueued = false;
+  #needCheckpoint = false;
+  #closed = false;
+  #recordsWritten = 0;
+  #recordsMigrated = 0;
+
+  constructor(
+    opts: BinlogOptions,
+    files: Files,
+    clock: Pick<Clock, "now">,
+    live: LiveLookup,
+    unlock: () => void,
+    r: ReturnType<typeof replay>,
+  ) {
+    this.#opts = opts;
+    this.durableAcks = opts.durableAcks;
+    this.#clock = clock;
+    this.#live = live;
+    this.#unlock = unlock;
+    this.#idHigh = r.maxId;
+    this.#buryOrder = r.maxBuryOrder;
+    const syncing = opts.fsyncMs !== "never" || opts.durableAcks;
+    this.#segs = new Segments(files, opts.dir, opts.log, syncing, r.files, r.maxSeq + 1);
+    for (const [id, j] of r.jobs) {
+      const file = this.#segs.bySeq(j.file)!;
+      file.ids.add(id);
+      this.#liveBytes += j.fullSize;
+      this.#jobs.set(id, { file, size: j.fullSize, state: j.rec.state as JobState, buryOrder: j.buryOrder });
+    }
+    this.#ballast = new Ballast(files, joinPath(opts.dir, "ballast"), opts.log);
+    this.#ballast.ensure(this.#jobs.size);
+    this.#segs.rotate(this.#idHigh);
+    this.#segs.collectAtStart();
+    this.#commit = new GroupCommit(() => this.#sync(), () => this.#segs.position);
+    if (this.#segs.pendingDead > 0) this.#commit.kick();
+  }
+
+  put(rec: JobRecord): boolean {
+    if (this.#closed) return false;
+    if (!rec.body) {
+      this.#opts.log(`binlog: job ${rec.id} has no body; not logged`);
+      return false;
+    }
+    const old = this.#jobs.get(rec.id);
+    if (!this.#ballast.ensure(this.#jobs.size + (old ? 0 : 1))) return false;
+    const newHigh = rec.id > this.#idHigh - ID_BLOCK / 2 ? rec.id + ID_BLOCK : 0;
+    const size = fullRecordSize(rec);
+    const order = rec.state === "buried" ? this.#buryOrder + 1 : 0;
+    const ok = this.#write(size + (newHigh ? IDS_RECORD_SIZE : 0), false, (salt) => {
+      const full = encodeJob(true, rec, order, salt);
+      if (!newHigh) return full;
+      const both = new Uint8Array(IDS_RECORD_SIZE + full.length);
+      both.set(encodeIds(newHigh, salt));
+      both.set(full, IDS_RECORD_SIZE);
+      return both;
+    });
+    if (!ok) return false;
+    if (newHigh) {
+      this.#idHigh = newHigh;
+      // make the reservation durable well before its ids run out
+      if (this.#opts.fsyncMs !== "never") this.#commit.kick();
+    }
+    this.#buryOrder = Math.max(this.#buryOrder, order);
+    if (old) this.#unhome(rec.id, old);
+    this.#home(rec.id, { file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order });
+    this.#afterWrite(size);
+    return true;
+  }
+
+  update(rec: JobRecord): boolean {
+    if (this.#closed) return false;
+    const j = this.#jobs.get(rec.id);
+    // No full record of this job is live in the log, so there is nothing to update.
+    if (!j) return true;
+    const del = rec.state === "deleted";
+    if (!del && !this.#ballast.ensure(this.#jobs.size)) return false;
+    const order = rec.state !== "buried" ? 0 : j.state === "buried" ? j.buryOrder : this.#buryOrder + 1;
+    if (!this.#write(SHORT_RECORD_SIZE, del, (salt) => encodeJob(false, rec, order, salt))) return false;
+    this.#buryOrder = Math.max(this.#buryOrder, order);
+    if (del) {
+      this.#unhome(rec.id, j);
+    } else {
+      j.state = rec.state as JobState;
+      j.buryOrder = order;
+    }
+    this.#afterWrite(SHORT_RECORD_SIZE);
+    return true;
+  }
+
+  fileOf(id: number): number {
+    return this.#jobs.get(id)?.file.seq ?? 0;
+  }
+
+  synced(): Promise<void> {
+    if (!this.durableAcks || this.#closed) return Promise.resolve();
+    return this.#commit.wait().then((ok) => {
+      if (!ok) throw new Error("binlog: fsync failed; recent changes may not be on disk");
+    });
+  }
+
+  tick(nowMs: number): number | undefined {
+    const every = this.#opts.fsyncMs;
+    if (this.#closed || every === "never") return undefined;
+    if (this.#segs.position <= this.#commit.synced && this.#segs.pendingDead === 0) return undefined;
+    if (this.#commit.active) return Math.max(every, 5);
+    const due = this.#lastSyncMs + every;
+    if (nowMs < due) return due - nowMs;
+    this.#lastSyncMs = nowMs;
+    this.#commit.kick();
+    return Math.max(every, 5);
+  }
+
+  stats() {
+    return {
+      oldestIndex: this.#segs.oldest?.seq ?? 0,
+      currentIndex: this.#segs.current?.seq ?? 0,
+      maxSize: this.#opts.maxFileSize,
+      recordsWritten: this.#recordsWritten,
+      recordsMigrated: this.#recordsMigrated,
+    };
+  }
+
+  /** Bytes in log files, bytes of live jobs' full records, file count (for tests and debugging). */
+  usage(): { bytes: number; liveBytes: number; files: number; ballast: number } {
+    return {
+      bytes: this.#segs.bytes,
+      liveBytes: this.#liveBytes,
+      files: this.#segs.count,
+      ballast: this.#ballast.size,
+    };
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const ok = this.#segs.closeAll(this.#opts.fsyncMs !== "never" || this.durableAcks);
+    this.#ballast.close();
+    this.#commit.settleAll(ok);
+    try {
+      this.#unlock();
+    } catch (e) {
+      this.#opts.log(`binlog: cannot release the lock: ${errorText(e)}`);
+    }
+  }
+
+  /** Make room (rotating if needed), encode with the file's salt, append; count it. */
+  #write(size: number, useBallast: boolean, encode: (salt: number) => Uint8Array): boolean {
+    const release = useBallast ? (n: number) => this.#ballast.release(n) : undefined;
+    if (!this.#segs.room(size, this.#opts.maxFileSize, this.#idHigh, release)) return false;
+    let bytes: Uint8Array;
+    try {
+      bytes = encode(this.#segs.current!.seed);
+    } catch (e) {
+      this.#opts.log(`binlog: cannot encode a record: ${errorText(e)}`);
+      return false;
+    }
+    if (!this.#segs.append(bytes, release)) return false;
+    this.#recordsWritten++;
+    return true;
+  }
+
+  #home(id: number, j: JobInfo): void {
+    j.file.ids.add(id);
+    this.#liveBytes += j.size;
+    this.#jobs.set(id, j);
+  }
+
+  #unhome(id: number, j: JobInfo): void {
+    j.file.ids.delete(id);
+    this.#liveBytes -= j.size;
+    this.#jobs.delete(id);
+  }
+
+  #afterWrite(n: number): void {
+    if (this.#wasteful()) {
+      this.#credit += 2 * n;
+      if (!this.#compactQueued) {
+        this.#compactQueued = true;
+        queueMicrotask(() => this.#compact());
+      }
+    } else {
+      this.#credit = 0;
+    }
+    this.#collect();
+    const every = this.#opts.fsyncMs;
+    if (every !== "never" && this.#clock.now() - this.#lastSyncMs >= every) {
+      this.#lastSyncMs = this.#clock.now();
+      this.#commit.kick();
+    }
+  }
+
+  /**
+   * Remove dead files a sync already covers. Others wait for one: ask for it now
+   * rather than at the next -f interval, so the disk held by dead files is bounded
+   * by one fsync's latency, not by the interval (one extra fsync per file removed).
+   */
+  #collect(): void {
+    this.#segs.collect(this.#commit.synced);
+    if (this.#segs.pendingDead > 0) this.#commit.kick();
+  }
+
+  #wasteful(): boolean {
+    const s = this.#segs;
+    return s.count >= 2 && s.bytes - s.pendingDead > 2 * this.#liveBytes + 2 * this.#opts.maxFileSize;
+  }
+
+  #compact(): void {
+    this.#compactQueued = false;
+    while (!this.#closed && this.#credit > 0 && this.#wasteful()) {
+      const id = this.#segs.oldestLiveId();
+      if (id === undefined) break;
+      const before = this.#segs.position;
+      if (!this.#migrate(id)) {
+        this.#credit = 0;
+        break;
+      }
+      this.#credit -= this.#segs.position - before;
+      this.#collect();
+    }
+    this.#collect();
+  }
+
+  /** Rewrite a live job's full record, with its current state, into the current file. */
+  #migrate(id: number): boolean {
+    const j = this.#jobs.get(id)!;
+    let rec: JobRecord | undefined;
+    try {
+      rec = this.#live(id);
+    } catch (e) {
+      this.#opts.log(`binlog: live(${id}) threw: ${errorText(e)}`);
+      return false;
+    }
+    if (!rec || rec.state === "deleted" || !rec.body) {
+      // The queue no longer has it but never logged a delete: log one now.
+      this.#opts.log(`binlog: job ${id} is in the log but not in the queue; logging its delete`);
+      return this.update({ ...GONE, id });
+    }
+    if (!this.#ballast.ensure(this.#jobs.size)) return false;
+    const order = rec.state !== "buried" ? 0 : j.state === "buried" ? j.buryOrder : this.#buryOrder + 1;
+    const size = fullRecordSize(rec);
+    if (!this.#write(size, false, (salt) => encodeJob(true, rec, order, salt))) return false;
+    this.#buryOrder = Math.max(this.#buryOrder, order);
+    this.#recordsMigrated++;
+    this.#unhome(id, j);
+    this.#home(id, { file: this.#segs.current!, size, state: rec.state, buryOrder: order });
+    return true;
+  }
+
+  /** One group-commit round: fsync every file with unsynced bytes, then collect. */
+  async #sync(): Promise<number | false> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (this.#closed) return false;
+      if (this.#needCheckpoint && !this.#checkpoint()) return false;
+      this.#lastSyncMs = this.#clock.now();
+      const target = this.#segs.position;
+      try {
+        await this.#segs.syncAll(this.#commit.synced);
+      } catch (e) {
+        if (this.#closed) return false;
+        this.#opts.log(`binlog: fsync failed: ${errorText(e)}; rewriting live jobs into a new file`);
+        this.#needCheckpoint = true;
+        continue;
+      }
+      if (!this.#closed) this.#segs.collect(target);
+      // files that died while this fsync ran are handled by the next round
+      if (!this.#closed && this.#segs.pendingDead > 0) this.#commit.kick();
+      return target;
+    }
+    return false;
+  }
+
+  /** After a failed fsync: every live job again in a fresh file, older files then collectable. */
+  #checkpoint(): boolean {
+    this.#needCheckpoint = true;
+    this.#segs.abandonUnsynced();
+    if (!this.#segs.rotate(this.#idHigh)) return false;
+    const first = this.#segs.current!.seq;
+    for (const [id, j] of [...this.#jobs]) {
+      if (j.file.seq < first && !this.#migrate(id)) return false;
+    }
+    this.#needCheckpoint = false;
+    return true;
+  }
+}
+
+const GONE: JobRecord = {
+  id: 0,
+  tube: "",
+  pri: 0,
+  delayMs: 0,
+  ttrMs: 0,
+  createdAtMs: 0,
+  deadlineAtMs: 0,
+  state: "deleted",
+  reserves: 0,
+  timeouts: 0,
+  releases: 0,
+  buries: 0,
+  kicks: 0,
+};

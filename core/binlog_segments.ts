@@ -1,0 +1,332 @@
+// The log's files: which exist, which one is written, how many bytes each holds and
+// which live jobs have their newest full record in it; appending with rollback,
+// rotation, fsync of every file with unsynced bytes, and removal of dead files
+// from the oldest end once a fsync covers what made them dead.
+//
+// Positions count bytes appended since open across all files; a file's lastWrite
+// is the position after its last append, so "does it need an fsync" is
+// lastWrite > synced.
+import type { AppendFile, Files } from "./files.ts";
+import { errorCode, errorText, joinPath } from "./files.ts";
+import { encodeFileHeader, FILE_HEADER_SIZE, saltState } from "./binlog_codec.ts";
+
+export interface LogFile {
+  seq: number;
+  path: string;
+  size: number;
+  /** Live jobs whose newest full record is in this file. */
+  ids: Set<number>;
+  /** CRC seed of this file's salt (only used while it is written). */
+  seed: number;
+  handle: AppendFile | undefined;
+  lastWrite: number;
+  /** Failed with an error other than ENOSPC: the next write starts a new file. */
+  broken: boolean;
+  /** Position when it became removable; removed once a sync covers it. */
+  deadAt: number | undefined;
+}
+
+/** Give back ballast space (at least n bytes); false when there is none left. */
+export type Release = (n: number) => boolean;
+
+export class Segments {
+  #files: Files;
+  #dir: string;
+  #log: (msg: string) => void;
+  /** Whether fsyncs happen at all (false only with -F and no durable acks). */
+  #syncing: boolean;
+  #list: LogFile[] = [];
+  #bySeq = new Map<number, LogFile>();
+  #closing: LogFile[] = [];
+  #dirDirty = false;
+  #complained = false;
+  current: LogFile | undefined;
+  nextSeq: number;
+  position = 0;
+  /** Bytes in all log files. */
+  bytes = 0;
+  /** Bytes of dead files waiting for a sync before removal. */
+  pendingDead = 0;
+
+  constructor(
+    files: Files,
+    dir: string,
+    log: (msg: string) => void,
+    syncing: boolean,
+    recovered: ReadonlyArray<{ seq: number; path: string; size: number }>,
+    nextSeq: number,
+  ) {
+    this.#files = files;
+    this.#dir = dir;
+    this.#log = log;
+    this.#syncing = syncing;
+    this.nextSeq = nextSeq;
+    for (const r of recovered) {
+      const f: LogFile = {
+        ...r,
+        ids: new Set(),
+        seed: 0,
+        handle: undefined,
+        lastWrite: 0,
+        broken: false,
+        deadAt: undefined,
+      };
+      this.#list.push(f);
+      this.#bySeq.set(f.seq, f);
+      this.bytes += f.size;
+    }
+  }
+
+  get oldest(): LogFile | undefined {
+    return this.#list[0];
+  }
+
+  get count(): number {
+    return this.#list.length;
+  }
+
+  bySeq(seq: number): LogFile | undefined {
+    return this.#bySeq.get(seq);
+  }
+
+  /** A live job in the oldest file (other than the current one) that still has any. */
+  oldestLiveId(): number | undefined {
+    for (const f of this.#list) {
+      if (f === this.current) return undefined;
+      for (const id of f.ids) return id;
+    }
+    return undefined;
+  }
+
+  /** Make sure the current file can take `size` more bytes, rotating if it cannot. */
+  room(size: number, maxFileSize: number, idHigh: number, release?: Release): boolean {
+    const c = this.current;
+    if (c && !c.broken && (c.size + size <= maxFileSize || c.size <= FILE_HEADER_SIZE)) return true;
+    return this.rotate(idHigh, release);
+  }
+
+  /** Start binlog.<nextSeq> with a fresh salt and the id high-water in its header. */
+  rotate(idHigh: number, release?: Release): boolean {
+    for (;;) {
+      const seq = this.nextSeq;
+      const path = joinPath(this.#dir, `binlog.${seq}`);
+      let h: AppendFile;
+      try {
+        h = this.#files.open(path, "new");
+      } catch (e) {
+        if (errorCode(e) === "EEXIST") {
+          this.nextSeq++;
+          continue;
+        }
+        if (errorCode(e) === "ENOSPC" && release?.(4096)) continue;
+        return this.#complain(`binlog: cannot create ${path}: ${errorText(e)}`);
+      }
+      const salt = crypto.getRandomValues(new Uint32Array(1))[0]!;
+      try {
+        h.append(encodeFileHeader({ seq, idHighWater: idHigh, salt }));
+      } catch (e) {
+        closeQuietly(h);
+        try {
+          this.#files.unlink(path);
+        } catch {
+          // an empty or all-zero file is removed at the next start anyway
+        }
+        if (errorCode(e) === "ENOSPC" && release?.(4096)) continue;
+        return this.#complain(`binlog: cannot write ${path}: ${errorText(e)}`);
+      }
+      this.nextSeq = seq + 1;
+      this.#retire(this.current);
+      this.position += FILE_HEADER_SIZE;
+      this.bytes += FILE_HEADER_SIZE;
+      const f: LogFile = {
+        seq,
+        path,
+        size: FILE_HEADER_SIZE,
+        ids: new Set(),
+        seed: saltState(salt),
+        handle: h,
+        lastWrite: this.position,
+        broken: false,
+        deadAt: undefined,
+      };
+      this.#list.push(f);
+      this.#bySeq.set(seq, f);
+      this.current = f;
+      this.#dirDirty = true;
+      this.#complained = false;
+      return true;
+    }
+  }
+
+  /**
+   * Append to the current file (room() must have been called). On failure the file
+   * is cut back to where it was, so no partial record stays behind; on ENOSPC,
+   * `release` may free ballast and the write is retried.
+   */
+  append(bytes: Uint8Array, release?: Release): boolean {
+    const f = this.current!;
+    const h = f.handle!;
+    const before = f.size;
+    for (;;) {
+      try {
+        h.append(bytes);
+        break;
+      } catch (e) {
+        const code = errorCode(e);
+        let clean = true;
+        try {
+          h.truncate(before);
+        } catch {
+          clean = false;
+          f.broken = true;
+          this.bytes += h.size() - f.size;
+          f.size = h.size();
+        }
+        if (code === "ENOSPC" && clean && release?.(bytes.length)) continue;
+        if (code !== "ENOSPC") f.broken = true;
+        return this.#complain(`binlog: cannot write ${f.path}: ${errorText(e)}`);
+      }
+    }
+    f.size += bytes.length;
+    this.bytes += bytes.length;
+    this.position += bytes.length;
+    f.lastWrite = this.position;
+    this.#complained = false;
+    return true;
+  }
+
+  /** Remove dead files from the oldest end whose death a sync up to `synced` covers. */
+  collect(synced: number): void {
+    for (;;) {
+      const f = this.#list[0];
+      if (!f || f === this.current || f.ids.size > 0) break;
+      f.deadAt ??= this.position;
+      if (this.#syncing && synced < f.deadAt) break;
+      this.#remove(f);
+    }
+    let pending = 0;
+    for (const f of this.#list) {
+      if (f === this.current || f.ids.size > 0) break;
+      f.deadAt ??= this.position;
+      pending += f.size;
+    }
+    this.pendingDead = pending;
+  }
+
+  /**
+   * At startup, files left by the previous process may still be only in the page
+   * cache: fsync them before any is removed for being dead.
+   */
+  collectAtStart(): void {
+    const first = this.#list[0];
+    if (!first || first === this.current || first.ids.size > 0) return;
+    if (this.#syncing) {
+      for (const f of this.#list) {
+        if (f.handle) continue;
+        try {
+          const h = this.#files.open(f.path, "any");
+          h.syncNow();
+          h.close();
+        } catch (e) {
+          this.#log(`binlog: cannot fsync ${f.path}: ${errorText(e)}`);
+        }
+      }
+    }
+    this.collect(-1);
+  }
+
+  /** fsync every file with bytes after `synced` (and the directory if names changed); throws on failure. */
+  async syncAll(synced: number): Promise<void> {
+    const target = this.position;
+    const batch: LogFile[] = [];
+    const c = this.current;
+    if (c?.handle && c.lastWrite > synced) batch.push(c);
+    for (const f of this.#closing) if (f.lastWrite > synced) batch.push(f);
+    const dir = this.#dirDirty;
+    this.#dirDirty = false;
+    const jobs: Promise<void>[] = batch.map((f) => f.handle!.sync());
+    if (dir) jobs.push(this.#files.syncDir(this.#dir));
+    try {
+      await Promise.all(jobs);
+    } catch (e) {
+      if (dir) this.#dirDirty = true;
+      throw e;
+    }
+    // retired files now fully on disk need no handle any more; a file retired while
+    // this sync ran may have bytes it did not cover
+    this.#closing = this.#closing.filter((f) => {
+      if (f.lastWrite > target) return true;
+      closeQuietly(f.handle);
+      f.handle = undefined;
+      return false;
+    });
+  }
+
+  /** Drop every open handle without syncing (after a failed fsync); a new file must follow. */
+  abandonUnsynced(): void {
+    for (const f of [...this.#closing, ...(this.current ? [this.current] : [])]) {
+      closeQuietly(f.handle);
+      f.handle = undefined;
+    }
+    this.#closing = [];
+    this.current = undefined;
+  }
+
+  /** Close everything, fsyncing first when `sync`; false if an fsync failed. */
+  closeAll(sync: boolean): boolean {
+    let ok = true;
+    for (const f of [...this.#closing, ...(this.current ? [this.current] : [])]) {
+      if (sync && f.handle) {
+        try {
+          f.handle.syncNow();
+        } catch (e) {
+          ok = false;
+          this.#log(`binlog: fsync of ${f.path} failed at close: ${errorText(e)}`);
+        }
+      }
+      closeQuietly(f.handle);
+      f.handle = undefined;
+    }
+    this.#closing = [];
+    return ok;
+  }
+
+  #retire(f: LogFile | undefined): void {
+    if (!f?.handle) return;
+    if (this.#syncing) {
+      this.#closing.push(f);
+    } else {
+      closeQuietly(f.handle);
+      f.handle = undefined;
+    }
+  }
+
+  #remove(f: LogFile): void {
+    this.#list.shift();
+    this.#bySeq.delete(f.seq);
+    this.#closing = this.#closing.filter((x) => x !== f);
+    closeQuietly(f.handle);
+    f.handle = undefined;
+    this.bytes -= f.size;
+    try {
+      this.#files.unlink(f.path);
+    } catch (e) {
+      if (errorCode(e) !== "ENOENT") this.#log(`binlog: cannot remove ${f.path}: ${errorText(e)}`);
+    }
+    this.#dirDirty = true;
+  }
+
+  #complain(msg: string): false {
+    if (!this.#complained) this.#log(msg);
+    this.#complained = true;
+    return false;
+  }
+}
+
+function closeQuietly(h: AppendFile | undefined): void {
+  try {
+    h?.close();
+  } catch {
+    // closing is best effort
+  }
+}

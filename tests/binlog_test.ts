@@ -1,0 +1,390 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { body, DIR, Engine, logBytes, logNames, memFiles, ok, summary } from "./binlog_fixture.ts";
+import { openBinlog, WalOpenError } from "../core/binlog.ts";
+import { ballastFor } from "../core/binlog_ballast.ts";
+
+function restart(e: Engine): Engine {
+  e.wal.close();
+  return new Engine(e.files, e.opts).open();
+}
+
+describe("writing", () => {
+  test("records written for beanstalkd's sample sequence, plus the delay-0 release", () => {
+    const e = new Engine(memFiles()).open();
+    const a = e.put("default", body("x"));
+    e.reserve(a);
+    e.release(a, 0, 0); // beanstalkd does not log this (#597); we do
+    e.reserve(a);
+    e.bury(a, 0);
+    e.kick(a);
+    const b = e.put("default", body("y"), { delayMs: 1000 });
+    e.delete(b);
+    assert.equal(e.wal.stats().recordsWritten, 6);
+    assert.deepEqual(e.wal.stats(), {
+      oldestIndex: 1,
+      currentIndex: 1,
+      maxSize: 10 * 1024 * 1024,
+      recordsWritten: 6,
+      recordsMigrated: 0,
+    });
+  });
+
+  test("rotation at -s, and fileOf follows the job's full record", () => {
+    const files = memFiles();
+    let e = new Engine(files, { maxFileSize: 4096 }).open();
+    const ids: number[] = [];
+    for (let i = 0; i < 40; i++) ids.push(e.put("default", body("x".repeat(500))));
+    const seqs = new Set(ids.map((id) => e.wal.fileOf(id)));
+    assert.ok(seqs.size >= 5, `${seqs.size} files`);
+    for (const name of logNames(files)) assert.ok(files.bytes(`${DIR}/${name}`).length <= 4096, name);
+    assert.equal(e.wal.stats().oldestIndex, 1);
+    assert.equal(e.wal.stats().currentIndex, Math.max(...seqs));
+    const big = e.put("default", body("y".repeat(10_000))); // bigger than -s: a file of its own
+    assert.equal(files.bytes(`${DIR}/binlog.${e.wal.fileOf(big)}`).length > 4096, true);
+    const before = new Map(ids.map((id) => [id, e.wal.fileOf(id)]));
+    e = restart(e);
+    for (const id of ids) assert.equal(e.recovered.fileOf.get(id), before.get(id));
+    assert.equal(e.recovered.jobs.length, 41);
+  });
+
+  test("an update for a job the log does not hold writes nothing", () => {
+    const e = new Engine(memFiles()).open();
+    const rec = { ...e.expected()[0], id: 99 };
+    assert.equal(
+      e.wal.update({
+        ...rec,
+        tube: "t",
+        pri: 0,
+        delayMs: 0,
+        ttrMs: 1,
+        createdAtMs: 0,
+        deadlineAtMs: 0,
+        state: "deleted",
+        reserves: 0,
+        timeouts: 0,
+        releases: 0,
+        buries: 0,
+        kicks: 0,
+      }),
+      true,
+    );
+    assert.equal(e.wal.stats().recordsWritten, 0);
+  });
+
+  test("after close nothing is accepted", async () => {
+    const e = new Engine(memFiles()).open();
+    e.put("default", body("x"));
+    e.wal.close();
+    assert.equal(e.put("default", body("y")), 0);
+    assert.equal(await ok(e.wal.synced()), true);
+  });
+});
+
+describe("disk trouble", () => {
+  test("ENOSPC on a chosen write: that put is refused, nothing half-written stays, later ones work", () => {
+    const files = memFiles();
+    let e = new Engine(files).open();
+    const a = e.put("default", body("a"));
+    const size = files.bytes(`${DIR}/binlog.1`).length;
+    files.failAppend(1, { code: "ENOSPC", partial: 10 });
+    assert.equal(e.put("default", body("b")), 0);
+    assert.equal(files.bytes(`${DIR}/binlog.1`).length, size, "the short write was cut back");
+    assert.equal(e.logs.length, 1);
+    assert.match(e.logs[0]!, /cannot write .*binlog\.1: ENOSPC/);
+    const c = e.put("default", body("c"));
+    assert.ok(c > 0);
+    assert.equal(e.delete(a), true);
+    e = restart(e);
+    assert.deepEqual(e.recovered.jobs.map((j) => j.id), [c]);
+    assert.deepEqual(e.logs, []);
+  });
+
+  test("EIO on a write: refused, and the next write goes to a new file", () => {
+    const files = memFiles();
+    let e = new Engine(files).open();
+    e.put("default", body("a"));
+    files.failAppend(1, { code: "EIO" });
+    assert.equal(e.put("default", body("b")), 0);
+    assert.ok(e.put("default", body("c")) > 0);
+    assert.equal(e.wal.stats().currentIndex, 2);
+    e = restart(e);
+    assert.equal(e.recovered.jobs.length, 2);
+  });
+
+  test("a failed delete write leaves the job in the log", () => {
+    const files = memFiles();
+    let e = new Engine(files).open();
+    const a = e.put("default", body("a"));
+    files.failAppend(1, { code: "EIO" });
+    assert.equal(e.delete(a), false);
+    e = restart(e);
+    assert.deepEqual(e.recovered.jobs.map((j) => j.id), [a]);
+  });
+
+  test("disk full: puts are refused but every delete still gets logged (the ballast)", async () => {
+    const files = memFiles();
+    files.capacity = 256 * 1024;
+    let e = new Engine(files, { maxFileSize: 8192 }).open();
+    const ids: number[] = [];
+    for (;;) {
+      const id = e.put("default", body("p".repeat(300)));
+      if (!id) break;
+      ids.push(id);
+      if (ids.length % 50 === 0) await e.settle();
+    }
+    assert.ok(ids.length > 100, `${ids.length} puts fit`);
+    assert.ok(e.wal.usage().ballast >= ballastFor(ids.length) - 16384);
+    // fill the last bytes so that even a short record has no room without the ballast
+    files.capacity = files.used();
+    for (const id of ids) {
+      assert.equal(e.delete(id), true, `delete ${id}`);
+      if (id % 50 === 0) await e.settle();
+    }
+    await e.settle();
+    e.now += 1;
+    e.wal.tick(e.now);
+    await e.settle();
+    // dead files went away, so there is room again
+    assert.ok(e.put("default", body("again")) > 0);
+    e = restart(e);
+    assert.equal(e.recovered.jobs.length, 1);
+  });
+
+  test("a disk full at startup: open works, puts are refused until there is room", () => {
+    const files = memFiles();
+    let e = new Engine(files).open();
+    const a = e.put("default", body("a"));
+    e.wal.close();
+    files.capacity = files.used();
+    e = new Engine(files).open();
+    assert.deepEqual(e.recovered.jobs.map((j) => j.id), [a]);
+    assert.ok(e.logs.some((l) => /cannot (create|write) .*binlog\.2/.test(l)), e.logs.join("\n"));
+    assert.equal(e.put("default", body("b")), 0);
+    files.capacity = Infinity;
+    const c = e.put("default", body("c"));
+    assert.ok(c > a);
+    assert.equal(e.delete(a), true);
+    e = restart(e);
+    assert.deepEqual(e.recovered.jobs.map((j) => j.id), [c]);
+  });
+
+  test("a failed fsync rewrites the live jobs into a new file; synced() still means durable", async () => {
+    const files = memFiles();
+    let e = new Engine(files, { durableAcks: true, fsyncMs: "never" }).open();
+    for (let i = 0; i < 5; i++) e.put("default", body(`${i}`));
+    assert.equal(await ok(e.wal.synced()), true);
+    const b = e.put("other", body("b"));
+    e.reserve(b);
+    e.bury(b, 3);
+    files.failSync(1, { code: "EIO" });
+    assert.equal(await ok(e.wal.synced()), true);
+    assert.ok(e.logs.some((l) => /fsync failed: EIO/.test(l)));
+    assert.equal(e.wal.stats().currentIndex, 2);
+    assert.equal(e.wal.stats().recordsMigrated, 6);
+    const expected = summary(e.expected([b]));
+    const survived = new Engine(files.crash(), e.opts).open();
+    assert.deepEqual(summary(survived.recovered.jobs), expected);
+    // two failures in a row: the waiter is told (the promise rejects)
+    files.failSync(1, { code: "EIO" });
+    files.failSync(2, { code: "EIO" });
+    e.put("default", body("x"));
+    assert.equal(await ok(e.wal.synced()), false);
+    e.put("default", body("y"));
+    assert.equal(await ok(e.wal.synced()), true);
+    e = restart(e);
+    assert.equal(e.recovered.jobs.length, 8);
+  });
+});
+
+describe("fsync policy", () => {
+  test("group commit: many synced() calls in one turn cost one fsync", async () => {
+    const files = memFiles();
+    const e = new Engine(files, { durableAcks: true, fsyncMs: "never" }).open();
+    await e.wal.synced();
+    const base = files.fsyncs;
+    const waits: Promise<boolean>[] = [];
+    for (let i = 0; i < 100; i++) {
+      e.put("default", body(`${i}`));
+      waits.push(ok(e.wal.synced()));
+    }
+    assert.deepEqual(await Promise.all(waits), Array(100).fill(true));
+    assert.equal(files.fsyncs - base, 1);
+    // callers arriving while an fsync runs share the next one
+    const release = files.holdSyncs();
+    e.put("default", body("a"));
+    const first = ok(e.wal.synced());
+    await Promise.resolve();
+    await Promise.resolve();
+    const more: Promise<boolean>[] = [];
+    for (let i = 0; i < 50; i++) {
+      e.put("default", body(`b${i}`));
+      more.push(ok(e.wal.synced()));
+    }
+    release();
+    assert.equal(await first, true);
+    assert.deepEqual(await Promise.all(more), Array(50).fill(true));
+    assert.equal(files.fsyncs - base, 3);
+    // nothing new written: resolves at once, no fsync
+    assert.equal(await ok(e.wal.synced()), true);
+    assert.equal(files.fsyncs - base, 3);
+  });
+
+  test("durable acks survive a power cut; unacknowledged writes may not", async () => {
+    const files = memFiles();
+    const e = new Engine(files, { durableAcks: true, fsyncMs: "never" }).open();
+    const acked: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const id = e.put("default", body(`${i}`));
+      if (await ok(e.wal.synced())) acked.push(id);
+    }
+    const r = new Engine(files.crash(), e.opts).open();
+    assert.deepEqual(r.recovered.jobs.map((j) => j.id), acked);
+  });
+
+  test("-f MS: at most one fsync per interval, and tick() flushes a quiet tail", async () => {
+    const files = memFiles();
+    const e = new Engine(files, { fsyncMs: 50 }).open();
+    await e.settle();
+    const base = files.fsyncs;
+    e.put("default", body("a")); // the first write after a quiet spell syncs at once
+    await e.settle();
+    assert.equal(files.fsyncs - base, 1);
+    e.now += 10;
+    e.put("default", body("b"));
+    await e.settle();
+    assert.equal(files.fsyncs - base, 1);
+    assert.equal(e.wal.tick(e.now), 40);
+    e.now += 40;
+    assert.equal(e.wal.tick(e.now), 50);
+    await e.settle();
+    assert.equal(files.fsyncs - base, 2);
+    assert.equal(e.wal.tick(e.now + 1000), undefined, "nothing left to flush");
+    assert.equal(await ok(e.wal.synced()), true, "not in durable mode: resolves at once");
+  });
+
+  test("-F: never fsync", async () => {
+    const files = memFiles();
+    const e = new Engine(files, { fsyncMs: "never" }).open();
+    for (let i = 0; i < 10; i++) e.put("default", body(`${i}`));
+    await e.settle();
+    assert.equal(e.wal.tick(e.now + 1e6), undefined);
+    e.wal.close();
+    assert.equal(files.fsyncs, 0);
+  });
+});
+
+describe("growth stays bounded", () => {
+  const S = 4096;
+
+  test("put/delete cycles", async () => {
+    for (const fsyncMs of [0, 50, "never"] as const) {
+      const files = memFiles();
+      let e = new Engine(files, { maxFileSize: S, fsyncMs }).open();
+      const keep = e.put("default", body("long-lived"));
+      let max = 0;
+      for (let i = 0; i < 20_000; i++) {
+        const id = e.put("default", body(`job ${i} ${"x".repeat(i % 200)}`));
+        e.reserve(id);
+        e.delete(id);
+        // the server yields between commands; fsyncs (and removals) happen then
+        if (i % 10 === 0) {
+          e.now += 5;
+          e.wal.tick(e.now);
+          await e.settle();
+        }
+        max = Math.max(max, logBytes(files));
+      }
+      assert.ok(max <= 3 * S, `${fsyncMs}: peak ${max} bytes`);
+      e = restart(e);
+      assert.deepEqual(e.recovered.jobs.map((j) => j.id), [keep]);
+    }
+  });
+
+  test("jobs released with a delay again and again (#622)", async () => {
+    const files = memFiles();
+    let e = new Engine(files, { maxFileSize: S, fsyncMs: 50 }).open();
+    const ids: number[] = [];
+    for (let i = 0; i < 10; i++) ids.push(e.put(`t${i % 3}`, body(`delayed ${i}`), { delayMs: 3_600_000 }));
+    let max = 0;
+    for (let round = 0; round < 3000; round++) {
+      for (const id of ids) {
+        e.reserve(id);
+        e.release(id, round, 3_600_000);
+      }
+      e.now += 5;
+      e.wal.tick(e.now);
+      await e.settle();
+      max = Math.max(max, logBytes(files));
+    }
+    assert.ok(max <= 3 * S, `peak ${max} bytes`);
+    assert.ok(e.wal.stats().recordsMigrated > 0);
+    const expected = e.expected();
+    e = restart(e);
+    const got = e.recovered.jobs;
+    assert.deepEqual(
+      got.map((j) => [j.id, j.state, j.pri, j.deadlineAtMs, j.releases]),
+      expected.map((j) => [j.id, j.state, j.pri, j.deadlineAtMs, j.releases]),
+    );
+  });
+
+  test("compaction keeps every state, the bury order and the bodies", async () => {
+    const files = memFiles();
+    let e = new Engine(files, { maxFileSize: S }).open();
+    const b1 = e.put("a", body("buried first"));
+    const d = e.put("b", body("delayed"), { delayMs: 99_000 });
+    const r = e.put("c", body("reserved"));
+    const b2 = e.put("a", body("buried second"));
+    const plain = e.put("a", body("ready"), { pri: 5 });
+    e.reserve(b2);
+    e.bury(b2, 1);
+    e.reserve(b1);
+    e.bury(b1, 2);
+    e.reserve(r);
+    for (let i = 0; i < 5000; i++) {
+      const id = e.put("churn", body(`c${i}`));
+      e.delete(id);
+      if (i % 100 === 0) await e.settle();
+    }
+    await e.settle();
+    assert.ok(e.wal.stats().recordsMigrated >= 5);
+    assert.ok(e.wal.stats().oldestIndex > 1);
+    for (const id of [b1, d, r, b2, plain]) assert.ok(e.wal.fileOf(id) >= e.wal.stats().oldestIndex);
+    const live = new Map(e.jobs);
+    e = restart(e);
+    const got = new Map(e.recovered.jobs.map((j) => [j.id, j]));
+    assert.deepEqual(e.recovered.jobs.filter((j) => j.state === "buried").map((j) => j.id), [b2, b1]);
+    assert.equal(got.get(r)!.state, "ready");
+    assert.equal(got.get(r)!.reserves, 1, "a moved record carries the live counters");
+    assert.equal(got.get(d)!.deadlineAtMs, live.get(d)!.deadlineAtMs);
+    assert.equal(got.get(plain)!.pri, 5);
+    for (const id of [b1, d, r, b2, plain]) assert.deepEqual(got.get(id)!.body, live.get(id)!.body);
+  });
+});
+
+describe("the directory lock", () => {
+  test("a second open of the same directory fails with a clear error", () => {
+    const files = memFiles();
+    const e = new Engine(files).open();
+    assert.throws(() => new Engine(files).open(), (err: unknown) => {
+      assert.ok(err instanceof WalOpenError);
+      assert.match(err.message, /^failed to lock wal dir \/data\/wal: /);
+      return true;
+    });
+    e.wal.close();
+    new Engine(files).open().wal.close();
+  });
+
+  test("a missing directory fails with a clear error", () => {
+    assert.throws(
+      () =>
+        openBinlog(
+          { dir: "/nope", fsyncMs: 0, durableAcks: false, maxFileSize: 4096, maxJobSize: 100, log: () => {} },
+          memFiles(),
+          { now: () => 0 },
+          () => undefined,
+        ),
+      /failed to lock wal dir \/nope: no such directory/,
+    );
+  });
+});
