@@ -100,8 +100,7 @@ export const MAX_TUBE_NAME = 200;
 /** Parse buf[start, end) into cmd. Returns cmd.op. */
 export function parseCommand(buf: Uint8Array, start: number, end: number, cmd: Command): number {
   // 1.12 checks for a NUL (strlen != length) before it even looks at the verb.
-  const nul = buf.indexOf(0, start);
-  if (nul >= 0 && nul < end) return (cmd.op = OP.BAD_FORMAT);
+  for (let i = start; i < end; i++) if (buf[i] === 0) return (cmd.op = OP.BAD_FORMAT);
   let verb: [Uint8Array, number, boolean] | undefined;
   const first = buf[start];
   for (const v of VERBS) {

@@ -50,6 +50,7 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
     resume = undefined;
     r?.();
   };
+  let full = false;
   try {
     for (;;) {
       while (!conn.wantsInput) {
@@ -60,6 +61,7 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
         const { value, done } = await byob.read(scratch);
         if (done || !value) break;
         conn.parser.push(value);
+        full = value.length === value.buffer.byteLength && value.length >= MAX_READ;
         // The read transferred scratch's memory into value; take it back, and offer
         // more next time if this read filled it (up to MAX_READ).
         scratch = value.length === value.buffer.byteLength && value.length < MAX_READ
@@ -71,6 +73,9 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
         conn.parser.push(value);
       }
       conn.received();
+      // A read that filled the whole buffer means more is queued: let other
+      // connections run before taking the next one, so a flood cannot starve them.
+      if (full) await new Promise((r) => setTimeout(r, 0));
     }
     conn.eof();
     await conn.done;
