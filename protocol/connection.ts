@@ -72,6 +72,11 @@ export class Connection {
     this.done = new Promise((resolve) => (this.#resolveDone = resolve));
   }
 
+  /** A number for log lines (1.12 prints the fd). */
+  get id(): number {
+    return this.#id;
+  }
+
   get closed(): boolean {
     return this.#closed;
   }

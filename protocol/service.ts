@@ -60,6 +60,7 @@ export class Service {
   connect(transport: Transport): Connection {
     const c = new Connection(this, transport);
     this.connections.add(c);
+    if (this.verbose > 0) this.log(`accept ${c.id}`);
     return c;
   }
 
@@ -69,6 +70,7 @@ export class Service {
 
   forget(c: Connection): void {
     this.connections.delete(c);
+    if (this.verbose > 0) this.log(`close ${c.id}`);
   }
 
   /** Drain mode (SIGUSR1): from now on every put is answered DRAINING. */

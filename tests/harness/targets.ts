@@ -184,5 +184,24 @@ export const binary: Target = {
   start: async (flags) => startProcess([await buildBinary()], flags),
 };
 
-/** The targets the wire suite runs against. */
-export const tubewayTargets: Target[] = [inProcess, denoServer, bunServer, binary];
+/**
+ * The executable from `deno compile`, when a Deno runtime for compiling is present
+ * (DENORT_BIN): deno compile downloads that runtime otherwise, which this machine cannot.
+ */
+export const denoBinary: Target = {
+  name: "deno compile binary",
+  unavailable: () => (process.env.DENORT_BIN && existsSync(process.env.DENORT_BIN) ? undefined : "DENORT_BIN is not set"),
+  async start(flags) {
+    const { mkdtempSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const out = join(mkdtempSync(join(tmpdir(), "tubeway-denobin-")), "tubeway");
+    await new Promise<void>((resolve, reject) => {
+      const p = spawn(DENO, ["compile", "--allow-all", "--output", out, join(ROOT, "server.ts")], { cwd: ROOT, stdio: "ignore" });
+      p.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`deno compile failed (${code})`))));
+    });
+    return startProcess([out], flags);
+  },
+};
+
+/** The targets the wire suite runs against (the deno-compiled binary where DENORT_BIN allows). */
+export const tubewayTargets: Target[] = [inProcess, denoServer, bunServer, binary, ...(denoBinary.unavailable() ? [] : [denoBinary])];
