@@ -12,10 +12,32 @@
 //     is in the file, so nothing is acknowledged that is not logged. fsync is async.
 //   * Files are removed from the oldest end only. A file's short records may update
 //     or delete jobs whose full records live in older files; removing a middle file
-//     could lose a bury or resurrect a deleted job. The oldest file is safe to drop
-//     once no live job's newest full record is in it, and compaction makes that
-//     happen by moving those jobs forward. A removal waits until a fsync has covered
-//     everything written before the file became dead (the moved copies included).
+//     could lose a bury or resurrect a deleted job. The oldest file is dead once no
+//     live job's newest full record is in it, and compaction makes that happen by
+//     moving those jobs forward. A dead oldest file F is removed at once, without
+//     waiting for an fsync, when
+//       - every job that left F while live (moved by compaction, or put again) has
+//         its newer full record in a part of the log an fsync already covered
+//         (F.needSync): otherwise F may hold that job's only durable full record,
+//         and a power cut after the unlink would lose a live job; and
+//       - the id high-water is durable outside F: ids.N (binlog_ids.ts) holds a
+//         value, fsynced, at least the highest id handed out. F's header and id
+//         records may be the only durable high-water left (under churn every
+//         fsynced log file may be gone already), and without this a restart
+//         could hand out an id again.
+//     Every other job F holds was deleted, and a delete needs no fsync for this: if
+//     its record is lost in a power cut, the job is still gone with F, as the
+//     client was told. Bury order is unaffected: each surviving job's record
+//     carries its own order, and recovery continues above the highest survivor.
+//     When these do not hold, F waits (as before) for an fsync that covers
+//     everything written before it became dead, which also covers both.
+//   * Space pressure: dead files that wait for an fsync (their jobs were moved)
+//     hold disk for as long as the fsync takes, and fsync latency has spikes (tens
+//     to hundreds of ms) while the writers go on. When they hold more than -s, the
+//     log fsyncs at the end of the turn, blocking (#relieve), so they can go and
+//     the writers are held back while the disk is slow. With the default -s this
+//     takes a writer outrunning the disk by 10 MB; with a small -s it happens
+//     under load (beanstalkd blocks on every fsync).
 //   * Compaction (after a write, in a microtask): while the log's bytes exceed
 //     2 x live bytes + 2 x -s, jobs in the oldest file that still has live jobs
 //     are rewritten, with their current state from live(id), into the current
@@ -40,6 +62,7 @@ import { jobsInOrder, replay } from "./binlog_recover.ts";
 import { Ballast } from "./binlog_ballast.ts";
 import { GroupCommit } from "./binlog_sync.ts";
 import { type LogFile, Segments } from "./binlog_segments.ts";
+import { IdMark } from "./binlog_ids.ts";
 
 export interface BinlogOptions {
   dir: string;
@@ -110,12 +133,16 @@ export class Binlog implements Wal {
   #jobs = new Map<number, JobInfo>();
   #liveBytes = 0;
   #idHigh: number;
+  /** Highest id of any job put (or recovered): every id ever handed out is <= this. */
+  #maxPutId: number;
+  #ids: IdMark;
   #buryOrder: number;
   #ballast: Ballast;
   #commit: GroupCommit;
   #lastSyncMs = -Infinity;
   #credit = 0;
   #compactQueued = false;
+  #relieveQueued = false;
   #needCheckpoint = false;
   #closed = false;
   #recordsWritten = 0;
@@ -135,9 +162,12 @@ export class Binlog implements Wal {
     this.#live = live;
     this.#unlock = unlock;
     this.#idHigh = r.maxId;
+    this.#maxPutId = r.maxId;
     this.#buryOrder = r.maxBuryOrder;
     const syncing = opts.fsyncMs !== "never" || opts.durableAcks;
     this.#segs = new Segments(files, opts.dir, opts.log, syncing, r.files, r.maxSeq + 1);
+    this.#ids = new IdMark(files, opts.dir, opts.log, syncing, r.idFiles, r.maxIdSeq + 1);
+    this.#ids.record(this.#idHigh);
     for (const [id, j] of r.jobs) {
       const file = this.#segs.bySeq(j.file)!;
       file.ids.add(id);
@@ -160,6 +190,7 @@ export class Binlog implements Wal {
     }
     const old = this.#jobs.get(rec.id);
     if (!this.#ballast.ensure(this.#jobs.size + (old ? 0 : 1))) return false;
+    this.#maxPutId = Math.max(this.#maxPutId, rec.id);
     const newHigh = rec.id > this.#idHigh - ID_BLOCK / 2 ? rec.id + ID_BLOCK : 0;
     const size = fullRecordSize(rec);
     const order = rec.state === "buried" ? this.#buryOrder + 1 : 0;
@@ -174,11 +205,12 @@ export class Binlog implements Wal {
     if (!ok) return false;
     if (newHigh) {
       this.#idHigh = newHigh;
+      this.#ids.record(newHigh);
       // make the reservation durable well before its ids run out
       if (this.#opts.fsyncMs !== "never") this.#commit.kick();
     }
     this.#buryOrder = Math.max(this.#buryOrder, order);
-    if (old) this.#unhome(rec.id, old);
+    if (old) this.#leave(rec.id, old);
     this.#home(rec.id, { file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order });
     this.#afterWrite(size);
     return true;
@@ -251,6 +283,7 @@ export class Binlog implements Wal {
     if (this.#closed) return;
     this.#closed = true;
     const ok = this.#segs.closeAll(this.#opts.fsyncMs !== "never" || this.durableAcks);
+    this.#ids.close(this.#opts.fsyncMs !== "never" || this.durableAcks);
     this.#ballast.close();
     this.#commit.settleAll(ok);
     try {
@@ -288,6 +321,17 @@ export class Binlog implements Wal {
     this.#jobs.delete(id);
   }
 
+  /** A live job's new full record was just written: its old file waits for it to be durable. */
+  #leave(id: number, j: JobInfo): void {
+    this.#segs.left(j.file);
+    this.#unhome(id, j);
+  }
+
+  /** ids.N durably covers every id handed out (see the header: early removal). */
+  #idsCovered(): boolean {
+    return this.#ids.durable >= this.#maxPutId;
+  }
+
   #afterWrite(n: number): void {
     if (this.#wasteful()) {
       this.#credit += 2 * n;
@@ -307,13 +351,42 @@ export class Binlog implements Wal {
   }
 
   /**
-   * Remove dead files a sync already covers. Others wait for one: ask for it now
-   * rather than at the next -f interval, so the disk held by dead files is bounded
-   * by one fsync's latency, not by the interval (one extra fsync per file removed).
+   * Remove the dead files that may go now (see the header). Others wait for a sync:
+   * ask for it now rather than at the next -f interval, so the disk they hold is
+   * bounded by one fsync's latency, not by the interval; and when even that lets
+   * them pass -s, relieve the pressure at the end of this turn.
    */
   #collect(): void {
-    this.#segs.collect(this.#commit.synced);
-    if (this.#segs.pendingDead > 0) this.#commit.kick();
+    this.#segs.collect(this.#commit.synced, this.#idsCovered());
+    if (this.#segs.pendingDead === 0) return;
+    this.#commit.kick();
+    if (this.#segs.pendingDead > this.#opts.maxFileSize && !this.#relieveQueued) {
+      this.#relieveQueued = true;
+      queueMicrotask(() => this.#relieve());
+    }
+  }
+
+  /**
+   * Dead files waiting for a sync hold more than -s: writes are outrunning the
+   * disk (an fsync round takes longer than it takes to write -s bytes), and only
+   * waiting would let the log grow with fsync latency. So fsync now, blocking:
+   * the waiting files can then go (if their moved records' files already have
+   * their names on disk; otherwise at the end of the running round), and while
+   * the disk is slow the blocking fsyncs hold the writers back. At most once per
+   * turn, and only under this pressure (with a small -s and a fast writer).
+   */
+  #relieve(): void {
+    this.#relieveQueued = false;
+    if (this.#closed || this.#needCheckpoint || this.#segs.pendingDead <= this.#opts.maxFileSize) return;
+    try {
+      this.#segs.syncNow(this.#commit.synced);
+    } catch (e) {
+      this.#opts.log(`binlog: fsync failed: ${errorText(e)}; rewriting live jobs into a new file`);
+      this.#needCheckpoint = true;
+      this.#commit.kick();
+      return;
+    }
+    this.#segs.collect(this.#commit.synced, this.#idsCovered());
   }
 
   #wasteful(): boolean {
@@ -358,27 +431,30 @@ export class Binlog implements Wal {
     if (!this.#write(size, false, (salt) => encodeJob(true, rec, order, salt))) return false;
     this.#buryOrder = Math.max(this.#buryOrder, order);
     this.#recordsMigrated++;
-    this.#unhome(id, j);
+    this.#leave(id, j);
     this.#home(id, { file: this.#segs.current!, size, state: rec.state, buryOrder: order });
     return true;
   }
 
-  /** One group-commit round: fsync every file with unsynced bytes, then collect. */
+  /** One group-commit round: fsync every file with unsynced bytes (and ids.N), then collect. */
   async #sync(): Promise<number | false> {
     for (let attempt = 0; attempt < 2; attempt++) {
       if (this.#closed) return false;
       if (this.#needCheckpoint && !this.#checkpoint()) return false;
       this.#lastSyncMs = this.#clock.now();
       const target = this.#segs.position;
+      const ids = this.#ids.sync(); // never throws
       try {
         await this.#segs.syncAll(this.#commit.synced);
       } catch (e) {
+        await ids;
         if (this.#closed) return false;
         this.#opts.log(`binlog: fsync failed: ${errorText(e)}; rewriting live jobs into a new file`);
         this.#needCheckpoint = true;
         continue;
       }
-      if (!this.#closed) this.#segs.collect(target);
+      await ids;
+      if (!this.#closed) this.#segs.collect(target, this.#idsCovered());
       // files that died while this fsync ran are handled by the next round
       if (!this.#closed && this.#segs.pendingDead > 0) this.#commit.kick();
       return target;

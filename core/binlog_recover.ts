@@ -23,7 +23,9 @@
 //     (assigned when they were buried, carried along by compaction), so the order
 //     is the order of the bury commands.
 //   * maxId = the highest id in any record or any trusted header/id reservation, so
-//     ids handed out but lost with a torn tail are never reused.
+//     ids handed out but lost with a torn tail are never reused. The files ids.N
+//     (binlog_ids.ts: the high-water kept apart from the log files) count too;
+//     only their id reservations are used.
 import type { Files } from "./files.ts";
 import { errorText, joinPath } from "./files.ts";
 import type { JobRecord } from "./wal.ts";
@@ -64,11 +66,20 @@ export interface ReplayResult {
   maxSeq: number;
   maxId: number;
   maxBuryOrder: number;
+  /** The readable ids.N files (binlog_ids.ts), lowest N first. */
+  idFiles: { seq: number; path: string }[];
+  /** Highest N among all ids.N names. */
+  maxIdSeq: number;
   /** Number of problems reported. */
   problems: number;
 }
 
 const NAME = /^binlog\.([1-9][0-9]{0,15})$/;
+const IDS_NAME = /^ids\.([1-9][0-9]{0,15})$/;
+
+function emptyResult(): ReplayResult {
+  return { jobs: new Map(), files: [], maxSeq: 0, maxId: 0, maxBuryOrder: 0, idFiles: [], maxIdSeq: 0, problems: 0 };
+}
 
 function allZero(b: Uint8Array, from: number): boolean {
   for (let i = from; i < b.length; i++) if (b[i] !== 0) return false;
@@ -91,25 +102,23 @@ function resync(b: Uint8Array, from: number, salt: number): number {
 }
 
 export function replay(dir: string, files: Files, log: (msg: string) => void): ReplayResult {
-  const out: ReplayResult = {
-    jobs: new Map(),
-    files: [],
-    maxSeq: 0,
-    maxId: 0,
-    maxBuryOrder: 0,
-    problems: 0,
-  };
+  const out = emptyResult();
   const report = (path: string, off: number, reason: string) => {
     out.problems++;
     log(`${path}:${off}: ${reason}`);
   };
   const seqs: number[] = [];
+  const idSeqs: number[] = [];
   for (const name of files.list(dir)) {
     const m = NAME.exec(name);
     const seq = m ? Number(m[1]) : NaN;
     if (Number.isSafeInteger(seq)) seqs.push(seq);
+    const i = IDS_NAME.exec(name);
+    const idSeq = i ? Number(i[1]) : NaN;
+    if (Number.isSafeInteger(idSeq)) idSeqs.push(idSeq);
   }
   seqs.sort((a, b) => a - b);
+  idSeqs.sort((a, b) => a - b);
   for (const seq of seqs) {
     out.maxSeq = Math.max(out.maxSeq, seq);
     const path = joinPath(dir, `binlog.${seq}`);
@@ -122,6 +131,29 @@ export function replay(dir: string, files: Files, log: (msg: string) => void): R
     }
     if (readOne(path, seq, bytes, out, report)) {
       out.files.push({ seq, path, size: bytes.length });
+    } else if (allZero(bytes, 0)) {
+      try {
+        files.unlink(path);
+      } catch (e) {
+        log(`${path}: cannot remove: ${errorText(e)}`);
+      }
+    }
+  }
+  for (const seq of idSeqs) {
+    out.maxIdSeq = Math.max(out.maxIdSeq, seq);
+    const path = joinPath(dir, `ids.${seq}`);
+    let bytes: Uint8Array;
+    try {
+      bytes = files.read(path);
+    } catch (e) {
+      report(path, 0, `cannot read: ${errorText(e)}; file ignored`);
+      continue;
+    }
+    // only the high-water counts: anything else in such a file is ignored
+    const scratch = emptyResult();
+    if (readOne(path, seq, bytes, scratch, report)) {
+      out.maxId = Math.max(out.maxId, scratch.maxId);
+      out.idFiles.push({ seq, path });
     } else if (allZero(bytes, 0)) {
       try {
         files.unlink(path);

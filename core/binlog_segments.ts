@@ -1,11 +1,14 @@
 // The log's files: which exist, which one is written, how many bytes each holds and
 // which live jobs have their newest full record in it; appending with rollback,
 // rotation, fsync of every file with unsynced bytes, and removal of dead files
-// from the oldest end once a fsync covers what made them dead.
+// from the oldest end (when, is binlog.ts's rule: see collect()).
 //
 // Positions count bytes appended since open across all files; a file's lastWrite
 // is the position after its last append, so "does it need an fsync" is
-// lastWrite > synced.
+// lastWrite > synced. A position p in a file that starts at s is durable once a
+// group-commit round up to p has succeeded (each round fsyncs the directory too
+// when names changed), or once a blocking fsync (syncNow) covered p and a round
+// that began after the file was created has succeeded (so its name is on disk).
 import type { AppendFile, Files } from "./files.ts";
 import { errorCode, errorText, joinPath } from "./files.ts";
 import { encodeFileHeader, FILE_HEADER_SIZE, saltState } from "./binlog_codec.ts";
@@ -14,6 +17,8 @@ export interface LogFile {
   seq: number;
   path: string;
   size: number;
+  /** Position where its header starts (0 for files found at startup). */
+  start: number;
   /** Live jobs whose newest full record is in this file. */
   ids: Set<number>;
   /** CRC seed of this file's salt (only used while it is written). */
@@ -22,8 +27,18 @@ export interface LogFile {
   lastWrite: number;
   /** Failed with an error other than ENOSPC: the next write starts a new file. */
   broken: boolean;
-  /** Position when it became removable; removed once a sync covers it. */
+  /** Position when it became removable; once a sync covers it, it may go in any case. */
   deadAt: number | undefined;
+  /** Start of the file that was current then. */
+  deadStart: number;
+  /**
+   * End of the newest full record written for a job that left this file while
+   * live (moved forward by compaction, or put again): until a sync covers it, this
+   * file may hold that job's only durable full record.
+   */
+  needSync: number;
+  /** Start of the file holding that record. */
+  needStart: number;
 }
 
 /** Give back ballast space (at least n bytes); false when there is none left. */
@@ -47,6 +62,10 @@ export class Segments {
   bytes = 0;
   /** Bytes of dead files waiting for a sync before removal. */
   pendingDead = 0;
+  /** Position covered by the last blocking fsync (syncNow) of every written file. */
+  dataSynced = 0;
+  /** Files whose fsync a running syncAll() awaits: their handles must stay open. */
+  #inSync = new Set<LogFile>();
 
   constructor(
     files: Files,
@@ -64,12 +83,16 @@ export class Segments {
     for (const r of recovered) {
       const f: LogFile = {
         ...r,
+        start: 0,
         ids: new Set(),
         seed: 0,
         handle: undefined,
         lastWrite: 0,
         broken: false,
         deadAt: undefined,
+        deadStart: 0,
+        needSync: 0,
+        needStart: 0,
       };
       this.#list.push(f);
       this.#bySeq.set(f.seq, f);
@@ -136,18 +159,23 @@ export class Segments {
       }
       this.nextSeq = seq + 1;
       this.#retire(this.current);
+      const start = this.position;
       this.position += FILE_HEADER_SIZE;
       this.bytes += FILE_HEADER_SIZE;
       const f: LogFile = {
         seq,
         path,
         size: FILE_HEADER_SIZE,
+        start,
         ids: new Set(),
         seed: saltState(salt),
         handle: h,
         lastWrite: this.position,
         broken: false,
         deadAt: undefined,
+        deadStart: 0,
+        needSync: 0,
+        needStart: 0,
       };
       this.#list.push(f);
       this.#bySeq.set(seq, f);
@@ -195,31 +223,72 @@ export class Segments {
     return true;
   }
 
-  /** Remove dead files from the oldest end whose death a sync up to `synced` covers. */
-  collect(synced: number): void {
+  /**
+   * Remove dead files (no live job's newest full record in them) from the oldest
+   * end. Without fsyncs at all they go at once. Otherwise a dead file goes once a
+   * sync up to `synced` covers either its death, or, when `early` (the caller
+   * vouches that the id high-water is durable elsewhere), its needSync: every job
+   * that left it while live then has a durable full record in a newer file, and
+   * every other job it holds is deleted (a lost delete record loses nothing more:
+   * the job is gone with this file, as acknowledged).
+   */
+  collect(synced: number, early = false): void {
     for (;;) {
       const f = this.#list[0];
       if (!f || f === this.current || f.ids.size > 0) break;
-      f.deadAt ??= this.position;
-      if (this.#syncing && synced < f.deadAt) break;
+      this.#markDead(f);
+      const go = !this.#syncing || this.#durable(f.deadAt!, f.deadStart, synced) ||
+        (early && this.#durable(f.needSync, f.needStart, synced));
+      if (!go) break;
       this.#remove(f);
     }
     let pending = 0;
     for (const f of this.#list) {
       if (f === this.current || f.ids.size > 0) break;
-      f.deadAt ??= this.position;
+      this.#markDead(f);
       pending += f.size;
     }
     this.pendingDead = pending;
   }
 
+  /** A live job whose newest full record was in `f` has just got a newer one (ending at position). */
+  left(f: LogFile): void {
+    f.needSync = this.position;
+    f.needStart = this.current?.start ?? this.position;
+  }
+
+  /**
+   * Blocking fsync of every file with bytes after `synced` (and after the last
+   * syncNow); dataSynced then covers everything written. Names are not covered
+   * (see the top). Throws on failure.
+   */
+  syncNow(synced: number): void {
+    const from = Math.max(synced, this.dataSynced);
+    for (const f of [...this.#closing, ...(this.current ? [this.current] : [])]) {
+      if (f.handle && f.lastWrite > from) f.handle.syncNow();
+    }
+    this.dataSynced = this.position;
+  }
+
+  #markDead(f: LogFile): void {
+    if (f.deadAt !== undefined) return;
+    f.deadAt = this.position;
+    f.deadStart = this.current?.start ?? this.position;
+  }
+
+  #durable(p: number, start: number, synced: number): boolean {
+    return synced >= p || (this.dataSynced >= p && synced > start);
+  }
+
   /**
    * At startup, files left by the previous process may still be only in the page
-   * cache: fsync them before any is removed for being dead.
+   * cache: fsync them before any is removed (now for being dead, or later, once
+   * compaction has moved their jobs: the rounds fsync only files written since).
    */
   collectAtStart(): void {
-    const first = this.#list[0];
-    if (!first || first === this.current || first.ids.size > 0) return;
+    // nor before a round has fsynced the directory: the previous process may have
+    // died before its names were on disk (the rotation at startup marks it dirty)
+    for (const f of this.#list) if (!f.handle) f.needSync = this.position;
     if (this.#syncing) {
       for (const f of this.#list) {
         if (f.handle) continue;
@@ -246,11 +315,21 @@ export class Segments {
     this.#dirDirty = false;
     const jobs: Promise<void>[] = batch.map((f) => f.handle!.sync());
     if (dir) jobs.push(this.#files.syncDir(this.#dir));
+    for (const f of batch) this.#inSync.add(f);
     try {
       await Promise.all(jobs);
     } catch (e) {
       if (dir) this.#dirDirty = true;
       throw e;
+    } finally {
+      // files removed meanwhile kept their handle open for this fsync
+      for (const f of batch) {
+        this.#inSync.delete(f);
+        if (this.#bySeq.get(f.seq) !== f) {
+          closeQuietly(f.handle);
+          f.handle = undefined;
+        }
+      }
     }
     // retired files now fully on disk need no handle any more; a file retired while
     // this sync ran may have bytes it did not cover
@@ -305,8 +384,11 @@ export class Segments {
     this.#list.shift();
     this.#bySeq.delete(f.seq);
     this.#closing = this.#closing.filter((x) => x !== f);
-    closeQuietly(f.handle);
-    f.handle = undefined;
+    // an fsync still running on it would fail (EBADF) and force a checkpoint
+    if (!this.#inSync.has(f)) {
+      closeQuietly(f.handle);
+      f.handle = undefined;
+    }
     this.bytes -= f.size;
     try {
       this.#files.unlink(f.path);

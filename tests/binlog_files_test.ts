@@ -83,8 +83,35 @@ describe("binlog on the real file system", () => {
     assert.deepEqual(logs, []);
     const names = fs.readdirSync(dir).sort();
     assert.ok(names.includes("ballast") && names.includes("lock"));
-    assert.ok(names.every((x) => /^(binlog\.\d+|ballast|lock)$/.test(x)), names.join(","));
+    assert.ok(names.every((x) => /^(binlog\.\d+|ids\.\d+|ballast|lock)$/.test(x)), names.join(","));
     again.wal.close();
+  });
+
+  test("put/delete churn: files removed while an fsync runs on them do not fail that fsync", async () => {
+    const dir = freshDir();
+    const logs: string[] = [];
+    const { wal } = openBinlog(
+      { dir, fsyncMs: 0, durableAcks: false, maxFileSize: 4096, maxJobSize: 65535, log: (m) => logs.push(m) },
+      nodeFiles,
+      { now: () => Date.now() },
+      () => undefined,
+    );
+    // the first id reservation reaches ids.N with the first round; from then on dead files go at once
+    assert.equal(wal.put(job(1, "first")), true);
+    assert.equal(wal.update({ ...job(1, ""), state: "deleted" }), true);
+    await new Promise((r) => setTimeout(r, 50));
+    let peak = 0;
+    for (let i = 2; i <= 4001; i += 16) {
+      for (let k = i; k < i + 16; k++) assert.equal(wal.put(job(k, `job ${k} ${"x".repeat(120)}`)), true);
+      for (let k = i; k < i + 16; k++) assert.equal(wal.update({ ...job(k, ""), state: "deleted" }), true);
+      await new Promise((r) => setImmediate(r));
+      peak = Math.max(peak, wal.usage().bytes);
+    }
+    // a failed fsync would have rewritten the live jobs (a checkpoint)
+    assert.deepEqual(logs, []);
+    assert.equal(wal.stats().recordsMigrated, 0);
+    assert.ok(peak <= 3 * 4096, `peak ${peak} bytes`);
+    wal.close();
   });
 
   test("a second open in the same process fails; after close it works", () => {

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { body, DIR, Engine, logBytes, logNames, memFiles, ok, summary } from "./binlog_fixture.ts";
 import { openBinlog, WalOpenError } from "../core/binlog.ts";
 import { ballastFor } from "../core/binlog_ballast.ts";
+import { MemoryFiles } from "../core/files_memory.ts";
 
 function restart(e: Engine): Engine {
   e.wal.close();
@@ -201,6 +202,9 @@ describe("fsync policy", () => {
   test("group commit: many synced() calls in one turn cost one fsync", async () => {
     const files = memFiles();
     const e = new Engine(files, { durableAcks: true, fsyncMs: "never" }).open();
+    // the first put reserves a block of ids, which ids.N keeps too: that round
+    // fsyncs it as well (once per ID_BLOCK / 2 ids), so it is left out of the count
+    e.put("default", body("first"));
     await e.wal.synced();
     const base = files.fsyncs;
     const waits: Promise<boolean>[] = [];
@@ -245,7 +249,9 @@ describe("fsync policy", () => {
   test("-f MS: at most one fsync per interval, and tick() flushes a quiet tail", async () => {
     const files = memFiles();
     const e = new Engine(files, { fsyncMs: 50 }).open();
+    e.put("default", body("first")); // reserves ids: that round fsyncs ids.N too
     await e.settle();
+    e.now += 100;
     const base = files.fsyncs;
     e.put("default", body("a")); // the first write after a quiet spell syncs at once
     await e.settle();
@@ -359,6 +365,211 @@ describe("growth stays bounded", () => {
     assert.equal(got.get(d)!.deadlineAtMs, live.get(d)!.deadlineAtMs);
     assert.equal(got.get(plain)!.pri, 5);
     for (const id of [b1, d, r, b2, plain]) assert.deepEqual(got.get(id)!.body, live.get(id)!.body);
+  });
+});
+
+/**
+ * In-memory files whose power cut also loses names: besides every byte not yet
+ * fsynced, a file that no directory fsync has covered since it was created is gone.
+ * Removals count as durable at once (the harder case for the log). holdSyncs()
+ * holds directory fsyncs too (a blocking fsync of a file still goes through).
+ */
+class NamedFiles extends MemoryFiles {
+  #named = new Set<string>();
+  #dirGate: Promise<void> | undefined;
+
+  constructor() {
+    super([DIR]);
+  }
+
+  override holdSyncs(): () => void {
+    const releaseFiles = super.holdSyncs();
+    let release!: () => void;
+    this.#dirGate = new Promise<void>((r) => (release = r));
+    return () => {
+      this.#dirGate = undefined;
+      release();
+      releaseFiles();
+    };
+  }
+
+  override syncDir(dir: string): Promise<void> {
+    const names = [...this.nodes.keys()];
+    const gate = this.#dirGate;
+    return super.syncDir(dir).then(() => gate).then(() => {
+      for (const path of names) this.#named.add(path);
+    });
+  }
+
+  powerCut(): MemoryFiles {
+    const m = this.crash();
+    for (const path of [...m.nodes.keys()]) if (!this.#named.has(path)) m.nodes.delete(path);
+    return m;
+  }
+}
+
+describe("dead files go without waiting for an fsync", () => {
+  const S = 4096;
+
+  test("put/delete churn while every fsync hangs: bounded, and a power cut reuses no id", async () => {
+    const files = new NamedFiles();
+    const e = new Engine(files, { maxFileSize: S, fsyncMs: 50 }).open();
+    e.delete(e.put("default", body("first"))); // reserves ids up to 4097; this round makes ids.N durable
+    await e.settle();
+    const release = files.holdSyncs();
+    let max = 0;
+    let last = 0;
+    // 1500 ids: within the reservation that is already on disk
+    for (let i = 0; i < 1500; i++) {
+      last = e.put("default", body(`job ${i} ${"x".repeat(i % 200)}`));
+      e.reserve(last);
+      e.delete(last);
+      if (i % 10 === 0) {
+        e.now += 5;
+        e.wal.tick(e.now);
+        await e.settle();
+      }
+      max = Math.max(max, logBytes(files));
+    }
+    assert.ok(max <= 2 * S, `peak ${max} bytes`);
+    assert.ok(logNames(files).length <= 2, logNames(files).join(","));
+    assert.ok(e.wal.stats().oldestIndex > 50, `oldest ${e.wal.stats().oldestIndex}: files went while no fsync ended`);
+
+    const cut = files.powerCut();
+    // every log file an fsync reached is gone: the log files alone would hand out ids again ...
+    const logsOnly = cut.crash(true);
+    for (const path of [...logsOnly.nodes.keys()]) if (/\/ids\.\d+$/.test(path)) logsOnly.nodes.delete(path);
+    const without = new Engine(logsOnly, e.opts).open();
+    assert.ok(without.nextId <= last, `the log files alone: next id ${without.nextId}`);
+    without.wal.close();
+    // ... but ids.N keeps the high-water
+    const r = new Engine(cut, e.opts).open();
+    assert.deepEqual(r.recovered.jobs, []);
+    assert.ok(r.nextId > last, `next id ${r.nextId}, handed out up to ${last}`);
+    r.wal.close();
+    release();
+    await e.settle();
+    e.wal.close();
+  });
+
+  test("when ids.N cannot be made durable, dead files wait for the sync again: no id is reused", async () => {
+    const files = new NamedFiles();
+    const e = new Engine(files, { maxFileSize: S, fsyncMs: 50 }).open();
+    files.failSync(1, { code: "EIO" }); // this round fsyncs ids.N first: it fails, the log's fsync works
+    const first = e.put("default", body("first")); // reserves ids up to 4097: in binlog.1 and in ids.N
+    await e.settle();
+    assert.ok(e.logs.some((l) => /fsync of the id high-water failed/.test(l)), e.logs.join("\n"));
+    const release = files.holdSyncs();
+    e.delete(first);
+    let last = 0;
+    for (let i = 0; i < 200; i++) {
+      last = e.put("default", body(`job ${i} ${"x".repeat(100)}`));
+      e.delete(last);
+      if (i % 10 === 0) await e.settle();
+    }
+    await e.settle();
+    // binlog.1 holds the only durable id high-water: it stays
+    assert.ok(logNames(files).includes("binlog.1"), logNames(files).join(","));
+    const r = new Engine(files.powerCut(), e.opts).open();
+    assert.ok(r.nextId > last, `next id ${r.nextId}, handed out up to ${last}`);
+    r.wal.close();
+    release();
+    for (let i = 0; i < 5; i++) {
+      e.now += 60;
+      e.wal.tick(e.now);
+      await e.settle();
+    }
+    assert.ok(!logNames(files).includes("binlog.1"), "removed once the sync came");
+    e.wal.close();
+  });
+
+  test("ids.N: a new file per start and when one fills; older ones go once a newer one is on disk", async () => {
+    const files = memFiles();
+    const idsFiles = () => files.list(DIR).filter((n) => n.startsWith("ids."));
+    let e = new Engine(files, { fsyncMs: 50 }).open();
+    for (let i = 0; i < 400; i++) {
+      e.nextId += 4096; // every put reserves a new block
+      e.delete(e.put("default", body(`${i}`)));
+      if (i % 20 === 0) {
+        e.now += 60;
+        e.wal.tick(e.now);
+        await e.settle();
+      }
+    }
+    e.now += 60;
+    e.wal.tick(e.now);
+    await e.settle();
+    const names = idsFiles();
+    assert.equal(names.length, 1, names.join(","));
+    assert.ok(names[0] !== "ids.1", "400 reservations do not fit in one file");
+    const top = e.nextId - 1;
+    for (let k = 0; k < 3; k++) {
+      e = restart(e);
+      assert.ok(e.nextId > top, `next id ${e.nextId}`);
+      e.now += 60;
+      e.wal.tick(e.now);
+      await e.settle();
+      assert.equal(idsFiles().length, 1, idsFiles().join(","));
+    }
+    // the high-water survives in ids.N alone
+    for (const name of logNames(files)) files.unlink(`${DIR}/${name}`);
+    e.wal.close();
+    e = new Engine(files, e.opts).open();
+    assert.ok(e.nextId > top, `next id ${e.nextId} from ids.N`);
+    e.wal.close();
+  });
+
+  test("a job moved by compaction keeps its old file until the move is on disk; a power cut then loses nothing", async () => {
+    const files = new NamedFiles();
+    let e = new Engine(files, { maxFileSize: S, fsyncMs: 50 }).open();
+    const keep = e.put("default", body("long-lived"), { pri: 7 });
+    const b1 = e.put("default", body("buried second"));
+    const b2 = e.put("default", body("buried first"));
+    const d = e.put("default", body("delayed"), { delayMs: 3_600_000 });
+    e.reserve(b2);
+    e.bury(b2, 3);
+    e.reserve(b1);
+    e.bury(b1, 4);
+    await e.settle(); // all of it fsynced, names and ids.N included
+    const home = e.wal.fileOf(keep);
+    const durable = e.expected([b2, b1]);
+    const release = files.holdSyncs();
+    let last = 0;
+    for (let i = 0; e.wal.fileOf(keep) === home; i++) {
+      assert.ok(i < 2000, "compaction never moved the long-lived jobs");
+      last = e.put("churn", body(`c${i} ${"y".repeat(100)}`));
+      e.delete(last);
+      if (i % 10 === 0) await e.settle();
+    }
+    // changes after the move are not durable either; the old file must stay
+    e.reserve(keep);
+    e.release(keep, 8, 0);
+    for (let i = 0; i < 30; i++) e.delete(e.put("churn", body(`more ${i}`)));
+    last = e.nextId - 1;
+    await e.settle();
+    assert.ok(e.wal.stats().recordsMigrated >= 4);
+    assert.ok(logNames(files).includes(`binlog.${home}`), `binlog.${home} waits for the sync: ${logNames(files)}`);
+
+    const r = new Engine(files.powerCut(), e.opts).open();
+    // (a churn job may come back: its delete was never fsynced)
+    const back = r.recovered.jobs.filter((j) => j.tube !== "churn");
+    assert.deepEqual(summary(back), summary(durable), "every job as last fsynced, buried in bury order");
+    assert.ok(r.nextId > last, `next id ${r.nextId}, handed out up to ${last}`);
+    r.wal.close();
+
+    release();
+    for (let i = 0; i < 5; i++) {
+      e.now += 60;
+      e.wal.tick(e.now);
+      await e.settle();
+    }
+    assert.ok(!logNames(files).includes(`binlog.${home}`), `binlog.${home} is removed once the sync covers the move`);
+    const live = e.expected([b2, b1]);
+    e = restart(e);
+    assert.deepEqual(summary(e.recovered.jobs), summary(live));
+    assert.equal(e.recovered.jobs.find((j) => j.id === keep)!.pri, 8);
+    assert.ok(e.recovered.jobs.find((j) => j.id === d)!.state === "delayed");
+    e.wal.close();
   });
 });
 
