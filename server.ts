@@ -47,6 +47,12 @@ function becomeUser(user: string): void {
   }
 }
 
+/** Deno ignores process.on() for SIGUSR1 (the process dies of it), so use its own API there. */
+function onSignal(signal: "SIGTERM" | "SIGINT" | "SIGUSR1", handler: () => void): void {
+  if ("Deno" in globalThis) Deno.addSignalListener(signal, handler);
+  else process.on(signal, handler);
+}
+
 async function main(args: string[]): Promise<void> {
   const parsed = parseConfig(args);
   switch (parsed.kind) {
@@ -93,7 +99,24 @@ async function main(args: string[]): Promise<void> {
   if (recovered) queue.restore(recovered.jobs, recovered.maxId);
   const svc = new Service({ queue, verbose: config.verbose });
   if ("path" in config.listen) prepareUnixPath(config.listen.path);
-  let listening;
+  let listening: Awaited<ReturnType<typeof listen>> | undefined;
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    if (config.verbose > 0) console.log(`${signal}: shutting down`);
+    listening?.close();
+    svc.close();
+    queue.wal.close();
+    process.exit(0);
+  };
+  onSignal("SIGTERM", () => stop("SIGTERM"));
+  onSignal("SIGINT", () => stop("SIGINT"));
+  onSignal("SIGUSR1", () => {
+    if (config.verbose > 0) console.log("SIGUSR1: entering drain mode");
+    svc.drain();
+  });
+
   try {
     listening = await listen(svc, config.listen);
   } catch (e) {
@@ -106,19 +129,6 @@ async function main(args: string[]): Promise<void> {
   if (config.user) becomeUser(config.user);
   if (config.verbose > 0 && recovered) console.log(`binlog: ${recovered.jobs.length} jobs recovered`);
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    if (config.verbose > 0) console.log(`${signal}: shutting down`);
-    listening.close();
-    svc.close();
-    queue.wal.close();
-    process.exit(0);
-  };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
-  process.on("SIGUSR1", () => svc.drain());
 }
 
 const args = "Deno" in globalThis ? Deno.args : process.argv.slice(2);
