@@ -11,8 +11,14 @@ export const URGENT_PRI = 1024;
 export class Job {
   readonly id: number;
   readonly tube: Tube;
-  /** Body including its trailing CRLF, exactly as sent; never mutated. */
-  readonly body: Uint8Array;
+  /**
+   * Where the body (with its trailing CRLF) lives: a range of a buffer that may be
+   * shared with other bodies. Kept as three fields rather than a Uint8Array view,
+   * which would cost an object per job (memory per job is a goal).
+   */
+  readonly #buf: ArrayBufferLike;
+  readonly #off: number;
+  readonly #len: number;
   pri: number;
   delayMs: number;
   ttrMs: number;
@@ -39,16 +45,23 @@ export class Job {
   constructor(id: number, tube: Tube, pri: number, delayMs: number, ttrMs: number, body: Uint8Array, createdAt: number) {
     this.id = id;
     this.tube = tube;
+    this.#buf = body.buffer;
+    this.#off = body.byteOffset;
+    this.#len = body.length;
     this.pri = pri;
     this.delayMs = delayMs;
     this.ttrMs = ttrMs;
-    this.body = body;
     this.createdAt = createdAt;
+  }
+
+  /** Body including its trailing CRLF, exactly as sent; never mutate it. */
+  get body(): Uint8Array {
+    return new Uint8Array(this.#buf, this.#off, this.#len);
   }
 
   /** Body length on the wire (without the trailing CRLF). */
   get size(): number {
-    return this.body.length - 2;
+    return this.#len - 2;
   }
 }
 

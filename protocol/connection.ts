@@ -38,7 +38,7 @@ const OUT_HIGH = 256 * 1024;
 const WAIT_READ_MAX = 64 * 1024;
 
 export class Connection {
-  readonly parser = new Parser();
+  readonly parser: Parser;
   /** Called when the connection wants input again after `wantsInput` was false. */
   onResume: (() => void) | undefined;
   /** Settles when the connection has closed. */
@@ -66,6 +66,7 @@ export class Connection {
 
   constructor(svc: Service, transport: Transport) {
     this.#svc = svc;
+    this.parser = new Parser(undefined, svc.bodies);
     this.#transport = transport;
     this.#id = svc.nextConnectionId();
     this.#client = svc.queue.connect((r) => this.#wake(r));

@@ -47,8 +47,12 @@ export class Parser {
   #bodyHave = 0;
   #skipLeft = 0;
 
-  constructor(initial = MIN_BUF) {
+  readonly #alloc: (n: number) => Uint8Array;
+
+  /** `alloc` provides body buffers (a shared BodyArena in the server). */
+  constructor(initial = MIN_BUF, alloc: (n: number) => Uint8Array = (n) => new Uint8Array(n)) {
     this.buf = new Uint8Array(initial);
+    this.#alloc = alloc;
   }
 
   /** Bytes received but not yet consumed. */
@@ -75,7 +79,7 @@ export class Parser {
 
   /** After a put line: the next n bytes (body + CRLF) form the body. */
   expectBody(n: number): void {
-    this.body = new Uint8Array(n);
+    this.body = this.#alloc(n);
     this.#bodyHave = 0;
     this.#mode = MODE_BODY;
   }

@@ -7,6 +7,7 @@ import type { Wal } from "../core/wal.ts";
 import { Connection, type Transport } from "./connection.ts";
 import { hostInfo, type HostInfo, randomId } from "./host.ts";
 import type { ServerFacts } from "./yaml.ts";
+import { BodyArena } from "./arena.ts";
 
 /** What `stats` reports as version: the protocol level we reproduce, so clients that check it keep working. */
 export const PROTOCOL_VERSION = "1.12";
@@ -36,6 +37,9 @@ export class Service {
   readonly log: (line: string) => void;
   readonly error: (line: string) => void;
   readonly connections = new Set<Connection>();
+  readonly #arena = new BodyArena();
+  /** Allocates job bodies for every connection (see BodyArena). */
+  readonly bodies = (n: number): Uint8Array => this.#arena.alloc(n);
   #timer: ReturnType<typeof setTimeout> | undefined;
   #timerAt = Infinity;
   #lastId = 0;
