@@ -16,6 +16,7 @@ import * as os from "node:os";
 import { skipUnless } from "./harness/paths.ts";
 import { beanstalkd, type Running, type Target } from "./harness/targets.ts";
 import { type Address, dial, type Wire } from "./harness/wire.ts";
+import { JOB_KEYS, STATS_KEYS, TUBE_KEYS } from "./harness/stats_keys.ts";
 
 // ---- helpers shared with bad_input_test.ts -------------------------------------------
 
@@ -161,94 +162,6 @@ export async function timed<T>(p: Promise<T>): Promise<[T, number]> {
 }
 
 // ---- expected stats shapes -------------------------------------------------------------
-
-export const STATS_KEYS = [
-  "current-jobs-urgent",
-  "current-jobs-ready",
-  "current-jobs-reserved",
-  "current-jobs-delayed",
-  "current-jobs-buried",
-  "cmd-put",
-  "cmd-peek",
-  "cmd-peek-ready",
-  "cmd-peek-delayed",
-  "cmd-peek-buried",
-  "cmd-reserve",
-  "cmd-reserve-with-timeout",
-  "cmd-delete",
-  "cmd-release",
-  "cmd-use",
-  "cmd-watch",
-  "cmd-ignore",
-  "cmd-bury",
-  "cmd-kick",
-  "cmd-touch",
-  "cmd-stats",
-  "cmd-stats-job",
-  "cmd-stats-tube",
-  "cmd-list-tubes",
-  "cmd-list-tube-used",
-  "cmd-list-tubes-watched",
-  "cmd-pause-tube",
-  "job-timeouts",
-  "total-jobs",
-  "max-job-size",
-  "current-tubes",
-  "current-connections",
-  "current-producers",
-  "current-workers",
-  "current-waiting",
-  "total-connections",
-  "pid",
-  "version",
-  "rusage-utime",
-  "rusage-stime",
-  "uptime",
-  "binlog-oldest-index",
-  "binlog-current-index",
-  "binlog-records-migrated",
-  "binlog-records-written",
-  "binlog-max-size",
-  "draining",
-  "id",
-  "hostname",
-  "os",
-  "platform",
-];
-
-const JOB_KEYS = [
-  "id",
-  "tube",
-  "state",
-  "pri",
-  "age",
-  "delay",
-  "ttr",
-  "time-left",
-  "file",
-  "reserves",
-  "timeouts",
-  "releases",
-  "buries",
-  "kicks",
-];
-
-const TUBE_KEYS = [
-  "name",
-  "current-jobs-urgent",
-  "current-jobs-ready",
-  "current-jobs-reserved",
-  "current-jobs-delayed",
-  "current-jobs-buried",
-  "total-jobs",
-  "current-using",
-  "current-watching",
-  "current-waiting",
-  "cmd-delete",
-  "cmd-pause-tube",
-  "pause",
-  "pause-time-left",
-];
 
 function kernelVersion(): string {
   try {

@@ -12,6 +12,8 @@
 // Not provokable from the wire, so not covered: OUT_OF_MEMORY (needs the heap or the
 // binlog to fail to grow) and INTERNAL_ERROR (needs a server fault).
 
+import { JOB_KEYS, STATS_KEYS, TUBE_KEYS } from "./stats_keys.ts";
+
 /** Which answer a server is expected to give where the two deliberately differ. */
 export type Dialect = "1.12" | "tubeway";
 
@@ -128,23 +130,6 @@ function yaml(keys: readonly string[], vals: Record<string, Val>): string {
   return "---\n" + keys.map((k) => `${k}: ${vals[k]}\n`).join("");
 }
 
-const JOB_KEYS = [
-  "id",
-  "tube",
-  "state",
-  "pri",
-  "age",
-  "delay",
-  "ttr",
-  "time-left",
-  "file",
-  "reserves",
-  "timeouts",
-  "releases",
-  "buries",
-  "kicks",
-] as const;
-
 /** Normalised `stats-job` reply (age always, time-left when reserved/delayed, are ANY). */
 export function jobStats(
   id: number,
@@ -172,23 +157,6 @@ export function jobStats(
   }));
 }
 
-const TUBE_KEYS = [
-  "name",
-  "current-jobs-urgent",
-  "current-jobs-ready",
-  "current-jobs-reserved",
-  "current-jobs-delayed",
-  "current-jobs-buried",
-  "total-jobs",
-  "current-using",
-  "current-watching",
-  "current-waiting",
-  "cmd-delete",
-  "cmd-pause-tube",
-  "pause",
-  "pause-time-left",
-] as const;
-
 /** Normalised `stats-tube` reply (pause-time-left is ANY while paused). */
 export function tubeStats(name: string, o: Partial<Record<(typeof TUBE_KEYS)[number], number>> = {}): string {
   const v: Record<string, Val> = { name };
@@ -197,60 +165,6 @@ export function tubeStats(name: string, o: Partial<Record<(typeof TUBE_KEYS)[num
   if (v["pause"] !== 0) v["pause-time-left"] = ANY;
   return ok(yaml(TUBE_KEYS, v));
 }
-
-const STATS_KEYS = [
-  "current-jobs-urgent",
-  "current-jobs-ready",
-  "current-jobs-reserved",
-  "current-jobs-delayed",
-  "current-jobs-buried",
-  "cmd-put",
-  "cmd-peek",
-  "cmd-peek-ready",
-  "cmd-peek-delayed",
-  "cmd-peek-buried",
-  "cmd-reserve",
-  "cmd-reserve-with-timeout",
-  "cmd-delete",
-  "cmd-release",
-  "cmd-use",
-  "cmd-watch",
-  "cmd-ignore",
-  "cmd-bury",
-  "cmd-kick",
-  "cmd-touch",
-  "cmd-stats",
-  "cmd-stats-job",
-  "cmd-stats-tube",
-  "cmd-list-tubes",
-  "cmd-list-tube-used",
-  "cmd-list-tubes-watched",
-  "cmd-pause-tube",
-  "job-timeouts",
-  "total-jobs",
-  "max-job-size",
-  "current-tubes",
-  "current-connections",
-  "current-producers",
-  "current-workers",
-  "current-waiting",
-  "total-connections",
-  "pid",
-  "version",
-  "rusage-utime",
-  "rusage-stime",
-  "uptime",
-  "binlog-oldest-index",
-  "binlog-current-index",
-  "binlog-records-migrated",
-  "binlog-records-written",
-  "binlog-max-size",
-  "draining",
-  "id",
-  "hostname",
-  "os",
-  "platform",
-] as const;
 
 /** The keys of `stats` whose values the suite replaces with ANY (unless a session says `exact`). */
 export const STATS_NORMALISED = [
