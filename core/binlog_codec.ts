@@ -62,6 +62,21 @@ const STATE_CODE: Record<JobState | "deleted", number> = {
   delayed: 4,
 };
 const utf8 = new TextEncoder();
+
+/**
+ * Tube names encoded once: every full record carries its tube's name, and encoding it
+ * per record showed up in profiles. Bounded; cleared wholesale when full.
+ */
+const tubeBytes = new Map<string, Uint8Array>();
+function encodeTube(name: string): Uint8Array {
+  let b = tubeBytes.get(name);
+  if (!b) {
+    if (tubeBytes.size >= 4096) tubeBytes.clear();
+    b = utf8.encode(name);
+    tubeBytes.set(name, b);
+  }
+  return b;
+}
 const EMPTY = new Uint8Array(0);
 const fromUtf8 = new TextDecoder();
 
@@ -148,7 +163,7 @@ function frame(kind: number, payload: Uint8Array, salt: number, out: Uint8Array)
  * `salt` is the file's saltState(). Throws RangeError on a tube name over 255 bytes.
  */
 export function encodeJob(full: boolean, rec: JobRecord, buryOrder: number, salt: number): Uint8Array {
-  const tube = full ? utf8.encode(rec.tube) : EMPTY;
+  const tube = full ? encodeTube(rec.tube) : EMPTY;
   if (tube.length > MAX_TUBE_BYTES) throw new RangeError(`tube name too long: ${tube.length} bytes`);
   const body = full ? rec.body ?? EMPTY : EMPTY;
   const out = new Uint8Array(RECORD_HEADER_SIZE + FIXED_SIZE + tube.length + body.length);
@@ -181,7 +196,7 @@ export function encodeIds(idHighWater: number, salt: number): Uint8Array {
 
 /** Size on disk of a full record for this job. */
 export function fullRecordSize(rec: JobRecord): number {
-  return RECORD_HEADER_SIZE + FIXED_SIZE + utf8.encode(rec.tube).length + (rec.body?.length ?? 0);
+  return RECORD_HEADER_SIZE + FIXED_SIZE + encodeTube(rec.tube).length + (rec.body?.length ?? 0);
 }
 
 export type HeaderCheck =

@@ -52,6 +52,8 @@ export class Queue {
   readonly #paused = new Set<Tube>();
   readonly #logging: boolean;
   #nextId = 1;
+  #wallOffset = 0;
+  #wallCheckedAt = -1;
   #armed = Infinity;
   #connections = 0;
   #producers = 0;
@@ -685,8 +687,18 @@ export class Queue {
     }
   }
 
+  /**
+   * Monotonic ms -> wall-clock ms, for the log. The offset between the two clocks is
+   * read at most once a second (reading both clocks per record showed in profiles);
+   * a wall-clock jump is picked up within that second.
+   */
   #wall(monoMs: number): number {
-    return monoMs - this.clock.now() + this.clock.wallMs();
+    const now = this.clock.now();
+    if (now - this.#wallCheckedAt >= 1000 || this.#wallCheckedAt < 0) {
+      this.#wallOffset = this.clock.wallMs() - now;
+      this.#wallCheckedAt = now;
+    }
+    return monoMs + this.#wallOffset;
   }
 
   #record(j: Job, state: JobState | "deleted"): JobRecord {
