@@ -8,8 +8,28 @@
 // Choices, and why:
 //   * Each start writes a new file binlog.<max+1> (as beanstalkd does), so a torn
 //     tail is never appended to.
-//   * Appends are synchronous (writeSync); a put returns true only after its record
-//     is in the file, so nothing is acknowledged that is not logged. fsync is async.
+//   * Records are batched: put() and update() check that the change can be logged
+//     (closed log, ballast, rotation), update the bookkeeping and add the record to
+//     a pending buffer (binlog_segments.ts); flush() writes the buffer with one
+//     synchronous append. The server flushes at the end of each batch of commands
+//     a connection processes, before any of its replies is sent (and before the
+//     durable-ack wait), and drops the connection when that fails, so nothing is
+//     acknowledged that is not in the file: a kill -9 loses nothing acknowledged.
+//     One write per batch rather than per record: the syscall was most of the cost
+//     of -b. Whatever needs the bytes in the file flushes first: rotation, removal
+//     of a dead file, fsyncs (each group-commit round, the blocking one), close;
+//     compaction flushes its moves itself, and a microtask flushes anything a
+//     caller left pending at the end of the turn. A failed flush drops its records
+//     (the file is cut back) and undoes the moves among them: a job moved forward
+//     by compaction (or put again) goes back to its old file, which must then stay.
+//     The other bookkeeping stays as it was; a dropped put, bury or delete was never
+//     acknowledged, so a restart may or may not show it. The log stays usable (EIO:
+//     the next write starts a new file). fsync is async.
+//   * A full disk still refuses the command, not the batch: the ballast keeps a
+//     write reserve on disk for the pending records (binlog_ballast.ts), so a flush
+//     that hits ENOSPC takes its room from there and is retried, and the next put
+//     is refused because the ballast cannot grow back. A record bigger than the
+//     reserve is written on its own at once, so its command is the one refused.
 //   * Files are removed from the oldest end only. A file's short records may update
 //     or delete jobs whose full records live in older files; removing a middle file
 //     could lose a bury or resurrect a deleted job. The oldest file is dead once no
@@ -57,9 +77,9 @@ import type { Files } from "./files.ts";
 import { errorText, joinPath } from "./files.ts";
 import type { JobRecord, JobState, Recovered, Wal } from "./wal.ts";
 import type { Clock } from "./clock.ts";
-import { encodeIds, encodeJob, fullRecordSize, IDS_RECORD_SIZE, SHORT_RECORD_SIZE } from "./binlog_codec.ts";
+import { encodeIdsAt, encodeJobAt, fullRecordSize, IDS_RECORD_SIZE, SHORT_RECORD_SIZE } from "./binlog_codec.ts";
 import { jobsInOrder, replay } from "./binlog_recover.ts";
-import { Ballast } from "./binlog_ballast.ts";
+import { Ballast, WRITE_RESERVE } from "./binlog_ballast.ts";
 import { GroupCommit } from "./binlog_sync.ts";
 import { type LogFile, Segments } from "./binlog_segments.ts";
 import { IdMark } from "./binlog_ids.ts";
@@ -91,6 +111,19 @@ interface JobInfo {
   size: number;
   state: JobState;
   buryOrder: number;
+}
+
+/** Encode a record of the size given to #write into buf[at, ...) (`v` views all of buf). */
+type Encode = (salt: number, buf: Uint8Array, v: DataView, at: number) => void;
+
+/** A job whose newest full record moved to a newer file, while that record is pending. */
+interface Move {
+  id: number;
+  from: JobInfo;
+  to: JobInfo;
+  /** from.file's needSync/needStart before the move. */
+  needSync: number;
+  needStart: number;
 }
 
 /**
@@ -147,6 +180,15 @@ export class Binlog implements Wal {
   #closed = false;
   #recordsWritten = 0;
   #recordsMigrated = 0;
+  /** Jobs moved (a newer full record written) by records still pending: undone if they are lost. */
+  #moves: Move[] = [];
+  /** Pending records from put()/update(), all pending records, pending moved ones. */
+  #pendingOwn = 0;
+  #pendingRecords = 0;
+  #pendingMigrated = 0;
+  /** Records from put()/update() were lost since the last flush() call: it must say so. */
+  #lost = false;
+  #flushQueued = false;
 
   constructor(
     opts: BinlogOptions,
@@ -176,6 +218,8 @@ export class Binlog implements Wal {
     }
     this.#ballast = new Ballast(files, joinPath(opts.dir, "ballast"), opts.log);
     this.#ballast.ensure(this.#jobs.size);
+    this.#segs.ballast = (n) => this.#ballast.release(n);
+    this.#segs.onFlush = (ok) => this.#flushed(ok);
     this.#segs.rotate(this.#idHigh);
     this.#segs.collectAtStart();
     this.#commit = new GroupCommit(() => this.#sync(), () => this.#segs.position);
@@ -194,13 +238,9 @@ export class Binlog implements Wal {
     const newHigh = rec.id > this.#idHigh - ID_BLOCK / 2 ? rec.id + ID_BLOCK : 0;
     const size = fullRecordSize(rec);
     const order = rec.state === "buried" ? this.#buryOrder + 1 : 0;
-    const ok = this.#write(size + (newHigh ? IDS_RECORD_SIZE : 0), false, (salt) => {
-      const full = encodeJob(true, rec, order, salt);
-      if (!newHigh) return full;
-      const both = new Uint8Array(IDS_RECORD_SIZE + full.length);
-      both.set(encodeIds(newHigh, salt));
-      both.set(full, IDS_RECORD_SIZE);
-      return both;
+    const ok = this.#write(size + (newHigh ? IDS_RECORD_SIZE : 0), false, true, (salt, buf, v, at) => {
+      if (newHigh) at = encodeIdsAt(newHigh, salt, buf, v, at);
+      encodeJobAt(true, rec, order, salt, buf, v, at);
     });
     if (!ok) return false;
     if (newHigh) {
@@ -210,13 +250,32 @@ export class Binlog implements Wal {
       if (this.#opts.fsyncMs !== "never") this.#commit.kick();
     }
     this.#buryOrder = Math.max(this.#buryOrder, order);
-    if (old) this.#leave(rec.id, old);
-    this.#home(rec.id, { file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order });
+    const to: JobInfo = { file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order };
+    if (old) this.#move(rec.id, old, to);
+    else this.#home(rec.id, to);
     this.#afterWrite(size);
     return true;
   }
 
   update(rec: JobRecord): boolean {
+    return this.#update(rec, true);
+  }
+
+  /**
+   * Write everything pending with one append (see the header). False when that
+   * failed, or when an earlier write of records from put()/update() since the last
+   * call failed (a rotation or a removal flushes too): those changes are not in the
+   * log, so they must not be acknowledged. The log stays usable either way.
+   */
+  flush(): boolean {
+    const ok = this.#segs.flush();
+    const lost = this.#lost;
+    this.#lost = false;
+    return ok && !lost;
+  }
+
+  /** `own`: from update() (a caller acknowledges it), not from compaction. */
+  #update(rec: JobRecord, own: boolean): boolean {
     if (this.#closed) return false;
     const j = this.#jobs.get(rec.id);
     // No full record of this job is live in the log, so there is nothing to update.
@@ -224,7 +283,11 @@ export class Binlog implements Wal {
     const del = rec.state === "deleted";
     if (!del && !this.#ballast.ensure(this.#jobs.size)) return false;
     const order = rec.state !== "buried" ? 0 : j.state === "buried" ? j.buryOrder : this.#buryOrder + 1;
-    if (!this.#write(SHORT_RECORD_SIZE, del, (salt) => encodeJob(false, rec, order, salt))) return false;
+    if (
+      !this.#write(SHORT_RECORD_SIZE, del, own, (salt, buf, v, at) => encodeJobAt(false, rec, order, salt, buf, v, at))
+    ) {
+      return false;
+    }
     this.#buryOrder = Math.max(this.#buryOrder, order);
     if (del) {
       this.#unhome(rec.id, j);
@@ -282,6 +345,7 @@ export class Binlog implements Wal {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    // writes what is pending first
     const ok = this.#segs.closeAll(this.#opts.fsyncMs !== "never" || this.durableAcks);
     this.#ids.close(this.#opts.fsyncMs !== "never" || this.durableAcks);
     this.#ballast.close();
@@ -293,20 +357,92 @@ export class Binlog implements Wal {
     }
   }
 
-  /** Make room (rotating if needed), encode with the file's salt, append; count it. */
-  #write(size: number, useBallast: boolean, encode: (salt: number) => Uint8Array): boolean {
+  /**
+   * Make room (rotating if needed), encode with the file's salt, add it to the
+   * pending records; count it. `own`: from put()/update().
+   */
+  #write(size: number, useBallast: boolean, own: boolean, encode: Encode): boolean {
+    const segs = this.#segs;
+    // the ballast's write reserve stands for this much pending (binlog_ballast.ts)
+    const alone = size > WRITE_RESERVE;
+    if ((alone || segs.pending + size > WRITE_RESERVE) && !segs.flush()) return false;
     const release = useBallast ? (n: number) => this.#ballast.release(n) : undefined;
-    if (!this.#segs.room(size, this.#opts.maxFileSize, this.#idHigh, release)) return false;
-    let bytes: Uint8Array;
+    if (!segs.room(size, this.#opts.maxFileSize, this.#idHigh, release)) return false;
+    const salt = segs.current!.seed;
     try {
-      bytes = encode(this.#segs.current!.seed);
+      segs.add(size, !alone, (buf, v, at) => encode(salt, buf, v, at));
     } catch (e) {
       this.#opts.log(`binlog: cannot encode a record: ${errorText(e)}`);
       return false;
     }
-    if (!this.#segs.append(bytes, release)) return false;
     this.#recordsWritten++;
+    this.#pendingRecords++;
+    if (own) this.#pendingOwn++;
+    if (alone) {
+      // Bigger than the reserve: written at once, so a full disk refuses this command
+      // (the only record lost) rather than the batch.
+      const lost = this.#lost;
+      if (!segs.flush()) {
+        this.#lost = lost;
+        return false;
+      }
+      return true;
+    }
+    if (!this.#flushQueued) {
+      // the server flushes at the end of each batch; this catches anything left over
+      this.#flushQueued = true;
+      queueMicrotask(() => {
+        this.#flushQueued = false;
+        if (!this.#closed) this.#segs.flush();
+      });
+    }
     return true;
+  }
+
+  /**
+   * After each flush that had records: forget or undo what they did. After a write,
+   * fsync when the -f interval has passed (as 1.12 does after every write; once per
+   * batch is enough, the fsync starts after the batch anyway).
+   */
+  #flushed(ok: boolean): void {
+    if (ok) {
+      if (this.#moves.length > 0) this.#moves = [];
+      const every = this.#opts.fsyncMs;
+      if (every !== "never" && !this.#closed) {
+        const now = this.#clock.now();
+        if (now - this.#lastSyncMs >= every) {
+          this.#lastSyncMs = now;
+          this.#commit.kick();
+        }
+      }
+    } else {
+      if (this.#pendingOwn > 0) this.#lost = true;
+      this.#recordsWritten -= this.#pendingRecords;
+      this.#recordsMigrated -= this.#pendingMigrated;
+      this.#undoMoves();
+    }
+    this.#pendingOwn = this.#pendingRecords = this.#pendingMigrated = 0;
+  }
+
+  /**
+   * The records of these moves were lost: each job's newest full record on disk is
+   * still the one in its old file, so it goes back there (unless deleted since), and
+   * that file may not be removed for it. Newest first, so a job moved twice ends
+   * where it started.
+   */
+  #undoMoves(): void {
+    const moves = this.#moves;
+    this.#moves = [];
+    for (let i = moves.length - 1; i >= 0; i--) {
+      const m = moves[i]!;
+      const f = m.from.file;
+      f.needSync = m.needSync;
+      f.needStart = m.needStart;
+      if (this.#jobs.get(m.id) !== m.to) continue;
+      this.#unhome(m.id, m.to);
+      f.deadAt = undefined;
+      this.#home(m.id, m.from);
+    }
   }
 
   #home(id: number, j: JobInfo): void {
@@ -321,10 +457,18 @@ export class Binlog implements Wal {
     this.#jobs.delete(id);
   }
 
-  /** A live job's new full record was just written: its old file waits for it to be durable. */
-  #leave(id: number, j: JobInfo): void {
-    this.#segs.left(j.file);
-    this.#unhome(id, j);
+  /**
+   * A live job's new full record was just added: its old file waits for it to be
+   * durable, and the move is undone if the record is lost before it is written.
+   */
+  #move(id: number, from: JobInfo, to: JobInfo): void {
+    // (a record bigger than the write reserve is written already: nothing to undo)
+    if (this.#segs.pending > 0) {
+      this.#moves.push({ id, from, to, needSync: from.file.needSync, needStart: from.file.needStart });
+    }
+    this.#segs.left(from.file);
+    this.#unhome(id, from);
+    this.#home(id, to);
   }
 
   /** ids.N durably covers every id handed out (see the header: early removal). */
@@ -343,11 +487,6 @@ export class Binlog implements Wal {
       this.#credit = 0;
     }
     this.#collect();
-    const every = this.#opts.fsyncMs;
-    if (every !== "never" && this.#clock.now() - this.#lastSyncMs >= every) {
-      this.#lastSyncMs = this.#clock.now();
-      this.#commit.kick();
-    }
   }
 
   /**
@@ -407,6 +546,8 @@ export class Binlog implements Wal {
       this.#credit -= this.#segs.position - before;
       this.#collect();
     }
+    // the moves go to the file now, not with the next batch of some connection
+    this.#segs.flush();
     this.#collect();
   }
 
@@ -423,16 +564,18 @@ export class Binlog implements Wal {
     if (!rec || rec.state === "deleted" || !rec.body) {
       // The queue no longer has it but never logged a delete: log one now.
       this.#opts.log(`binlog: job ${id} is in the log but not in the queue; logging its delete`);
-      return this.update({ ...GONE, id });
+      return this.#update({ ...GONE, id }, false);
     }
     if (!this.#ballast.ensure(this.#jobs.size)) return false;
     const order = rec.state !== "buried" ? 0 : j.state === "buried" ? j.buryOrder : this.#buryOrder + 1;
     const size = fullRecordSize(rec);
-    if (!this.#write(size, false, (salt) => encodeJob(true, rec, order, salt))) return false;
+    if (!this.#write(size, false, false, (salt, buf, v, at) => encodeJobAt(true, rec, order, salt, buf, v, at))) {
+      return false;
+    }
     this.#buryOrder = Math.max(this.#buryOrder, order);
     this.#recordsMigrated++;
-    this.#leave(id, j);
-    this.#home(id, { file: this.#segs.current!, size, state: rec.state, buryOrder: order });
+    if (this.#segs.pending > 0) this.#pendingMigrated++; // else already written (a big record)
+    this.#move(id, j, { file: this.#segs.current!, size, state: rec.state, buryOrder: order });
     return true;
   }
 
@@ -441,6 +584,8 @@ export class Binlog implements Wal {
     for (let attempt = 0; attempt < 2; attempt++) {
       if (this.#closed) return false;
       if (this.#needCheckpoint && !this.#checkpoint()) return false;
+      // a sync covers only what is in the files; records lost here fail the round
+      if (!this.#segs.flush()) return false;
       this.#lastSyncMs = this.#clock.now();
       const target = this.#segs.position;
       const ids = this.#ids.sync(); // never throws
@@ -471,6 +616,7 @@ export class Binlog implements Wal {
     for (const [id, j] of [...this.#jobs]) {
       if (j.file.seq < first && !this.#migrate(id)) return false;
     }
+    if (!this.#segs.flush()) return false; // moves undone: the next round tries again
     this.#needCheckpoint = false;
     return true;
   }

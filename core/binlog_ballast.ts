@@ -1,14 +1,23 @@
-// Disk space held back so that deletes can always be logged.
+// Disk space held back so that deletes can always be logged, and so that a batch of
+// records already accepted can always be written.
 //
 // beanstalkd preallocates its log files and makes each put reserve room for its
 // later delete inside them. We append instead of preallocating (simpler recovery,
 // no truncation on rotate, files only as big as their data) and keep the reserve in
-// a separate file, DIR/ballast, sized for one short record per live job plus slack:
+// a separate file, DIR/ballast, sized for one short record per live job plus slack,
+// plus WRITE_RESERVE:
 //   * before a put (or any write that is not a delete) the ballast must already be
-//     big enough for the job count after it; growing it is what fails when the disk
-//     is full, so such writes are refused while deletes still have room;
-//   * when a delete (or the rotation a delete needs) hits ENOSPC, the ballast gives
-//     back a chunk and the write is retried.
+//     big enough for the job count after it, reserve included; growing it is what
+//     fails when the disk is full, so such writes are refused (with beanstalkd's
+//     reply) while deletes still have room;
+//   * records are accepted into a pending batch and written later with one append
+//     (binlog.ts), when the command can no longer be refused. At most WRITE_RESERVE
+//     bytes of records other than deletes are pending at a time (the log writes
+//     before taking more), so when that write hits ENOSPC, the ballast gives back
+//     the batch's size (whole chunks) and the write is retried, and it fits: the
+//     reserve was on disk when the records were accepted. The next put then finds
+//     the ballast short, cannot grow it on a full disk, and is refused;
+//   * the rotation a delete needs gives back a chunk on ENOSPC the same way.
 // It is filled with pseudo-random bytes, not zeros, so compressing or deduplicating
 // file systems really allocate it. It survives restarts (no rewrite at each start)
 // and shrinks when it is far above what the live jobs need.
@@ -18,7 +27,15 @@ import { SHORT_RECORD_SIZE } from "./binlog_codec.ts";
 
 export const BALLAST_CHUNK = 16 * 1024;
 
-/** Ballast bytes needed for `live` jobs: their deletes plus one spare chunk, whole chunks. */
+/**
+ * Pending bytes of records other than deletes the ballast stands for: the log writes
+ * what is pending before it exceeds this, and writes a record bigger than this on its
+ * own, at once (so a full disk refuses it, without taking from the ballast). Covers a
+ * job of beanstalkd's default -z (65535).
+ */
+export const WRITE_RESERVE = 128 * 1024;
+
+/** Ballast bytes needed for `live` jobs' deletes: their short records plus one spare chunk, whole chunks. */
 export function ballastFor(live: number): number {
   return Math.ceil((live * SHORT_RECORD_SIZE + BALLAST_CHUNK) / BALLAST_CHUNK) * BALLAST_CHUNK;
 }
@@ -42,9 +59,9 @@ export class Ballast {
     return this.#file?.size() ?? 0;
   }
 
-  /** Make sure the ballast covers `live` jobs; false when the disk has no room for it. */
+  /** Make sure the ballast covers `live` jobs and the write reserve; false when the disk has no room for it. */
   ensure(live: number): boolean {
-    const need = ballastFor(live);
+    const need = ballastFor(live) + WRITE_RESERVE;
     try {
       this.#file ??= this.#files.open(this.#path, "any");
     } catch (e) {

@@ -148,14 +148,20 @@ export function decodeFileHeader(
   return { ok: true, header, length, trusted };
 }
 
-function frame(kind: number, payload: Uint8Array, salt: number, out: Uint8Array): Uint8Array {
-  const v = view(out);
-  out[0] = RECORD_MARK;
-  out[1] = kind;
-  v.setUint32(4, payload.length, true);
-  v.setUint32(8, crc32cFinal(crc32cUpdate(salt, payload)), true);
-  v.setUint32(12, crc32cFinal(crc32cUpdate(salt, out, 0, 12)), true);
-  return out;
+/**
+ * Write a record header at `at` for the payload already in out[at + 16, + length).
+ * `v` views all of `out` (offset 0 = out[0]). Every byte is written: `out` may be a
+ * reused buffer.
+ */
+function frameAt(kind: number, length: number, salt: number, out: Uint8Array, v: DataView, at: number): void {
+  const p = at + RECORD_HEADER_SIZE;
+  out[at] = RECORD_MARK;
+  out[at + 1] = kind;
+  out[at + 2] = 0;
+  out[at + 3] = 0;
+  v.setUint32(at + 4, length, true);
+  v.setUint32(at + 8, crc32cFinal(crc32cUpdate(salt, out, p, p + length)), true);
+  v.setUint32(at + 12, crc32cFinal(crc32cUpdate(salt, out, at, at + 12)), true);
 }
 
 /**
@@ -163,35 +169,66 @@ function frame(kind: number, payload: Uint8Array, salt: number, out: Uint8Array)
  * `salt` is the file's saltState(). Throws RangeError on a tube name over 255 bytes.
  */
 export function encodeJob(full: boolean, rec: JobRecord, buryOrder: number, salt: number): Uint8Array {
+  const size = full ? fullRecordSize(rec) : SHORT_RECORD_SIZE;
+  const out = new Uint8Array(size);
+  encodeJobAt(full, rec, buryOrder, salt, out, view(out), 0);
+  return out;
+}
+
+/**
+ * encodeJob into out[at, at + size) (size: fullRecordSize or SHORT_RECORD_SIZE),
+ * without allocating; `v` views all of `out`. Returns the end offset. Throws
+ * RangeError on a tube name over 255 bytes, before writing anything.
+ */
+export function encodeJobAt(
+  full: boolean,
+  rec: JobRecord,
+  buryOrder: number,
+  salt: number,
+  out: Uint8Array,
+  v: DataView,
+  at: number,
+): number {
   const tube = full ? encodeTube(rec.tube) : EMPTY;
   if (tube.length > MAX_TUBE_BYTES) throw new RangeError(`tube name too long: ${tube.length} bytes`);
   const body = full ? rec.body ?? EMPTY : EMPTY;
-  const out = new Uint8Array(RECORD_HEADER_SIZE + FIXED_SIZE + tube.length + body.length);
-  const payload = out.subarray(RECORD_HEADER_SIZE);
-  const v = view(payload);
-  putU64(v, 0, rec.id);
-  v.setUint32(8, rec.pri >>> 0, true);
-  payload[12] = STATE_CODE[rec.state];
-  payload[13] = tube.length;
-  v.setFloat64(16, rec.delayMs, true);
-  v.setFloat64(24, rec.ttrMs, true);
-  v.setFloat64(32, rec.createdAtMs, true);
-  v.setFloat64(40, rec.deadlineAtMs, true);
-  putU64(v, 48, buryOrder);
-  v.setUint32(56, rec.reserves >>> 0, true);
-  v.setUint32(60, rec.timeouts >>> 0, true);
-  v.setUint32(64, rec.releases >>> 0, true);
-  v.setUint32(68, rec.buries >>> 0, true);
-  v.setUint32(72, rec.kicks >>> 0, true);
-  payload.set(tube, FIXED_SIZE);
-  payload.set(body, FIXED_SIZE + tube.length);
-  return frame(full ? KIND_FULL : KIND_SHORT, payload, salt, out);
+  const length = FIXED_SIZE + tube.length + body.length;
+  const p = at + RECORD_HEADER_SIZE;
+  putU64(v, p, rec.id);
+  v.setUint32(p + 8, rec.pri >>> 0, true);
+  out[p + 12] = STATE_CODE[rec.state];
+  out[p + 13] = tube.length;
+  out[p + 14] = 0;
+  out[p + 15] = 0;
+  v.setFloat64(p + 16, rec.delayMs, true);
+  v.setFloat64(p + 24, rec.ttrMs, true);
+  v.setFloat64(p + 32, rec.createdAtMs, true);
+  v.setFloat64(p + 40, rec.deadlineAtMs, true);
+  putU64(v, p + 48, buryOrder);
+  v.setUint32(p + 56, rec.reserves >>> 0, true);
+  v.setUint32(p + 60, rec.timeouts >>> 0, true);
+  v.setUint32(p + 64, rec.releases >>> 0, true);
+  v.setUint32(p + 68, rec.buries >>> 0, true);
+  v.setUint32(p + 72, rec.kicks >>> 0, true);
+  if (full) {
+    out.set(tube, p + FIXED_SIZE);
+    out.set(body, p + FIXED_SIZE + tube.length);
+  }
+  frameAt(full ? KIND_FULL : KIND_SHORT, length, salt, out, v, at);
+  return p + length;
 }
 
 export function encodeIds(idHighWater: number, salt: number): Uint8Array {
   const out = new Uint8Array(IDS_RECORD_SIZE);
-  putU64(view(out), RECORD_HEADER_SIZE, idHighWater);
-  return frame(KIND_IDS, out.subarray(RECORD_HEADER_SIZE), salt, out);
+  encodeIdsAt(idHighWater, salt, out, view(out), 0);
+  return out;
+}
+
+/** encodeIds into out[at, at + IDS_RECORD_SIZE); `v` views all of `out`. Returns the end offset. */
+export function encodeIdsAt(idHighWater: number, salt: number, out: Uint8Array, v: DataView, at: number): number {
+  putU64(v, at + RECORD_HEADER_SIZE, idHighWater);
+  frameAt(KIND_IDS, 8, salt, out, v, at);
+  return at + IDS_RECORD_SIZE;
 }
 
 /** Size on disk of a full record for this job. */

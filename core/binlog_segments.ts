@@ -9,6 +9,16 @@
 // group-commit round up to p has succeeded (each round fsyncs the directory too
 // when names changed), or once a blocking fsync (syncNow) covered p and a round
 // that began after the file was created has succeeded (so its name is on disk).
+//
+// Records are not written one by one: add() puts them in a pending buffer (sizes
+// and positions move at once, as if written) and flush() appends the whole buffer
+// with one write. Everything that needs the bytes in the file flushes first:
+// rotation (the buffer belongs to the current file), removal of a dead file, the
+// blocking fsync, close; the binlog flushes before each group-commit round.
+// Positions therefore count pending bytes too; a sync covers a position only after
+// the flush that wrote it. A failed flush cuts the file back (as a failed append
+// did), takes the lost bytes out of the sizes and tells the binlog (onFlush), which
+// undoes what must not outlive them; positions stay where they are (a gap).
 import type { AppendFile, Files } from "./files.ts";
 import { errorCode, errorText, joinPath } from "./files.ts";
 import { encodeFileHeader, FILE_HEADER_SIZE, saltState } from "./binlog_codec.ts";
@@ -66,6 +76,16 @@ export class Segments {
   dataSynced = 0;
   /** Files whose fsync a running syncAll() awaits: their handles must stay open. */
   #inSync = new Set<LogFile>();
+  /** Records added but not yet written, all for the current file. */
+  #buf: Uint8Array<ArrayBuffer> = new Uint8Array(PENDING_START);
+  #view: DataView<ArrayBuffer> = new DataView(this.#buf.buffer);
+  #pending = 0;
+  /** Bytes of pending records the ballast stands for (see binlog_ballast.ts). */
+  #pendingCovered = 0;
+  /** Gives back ballast space when a flush hits ENOSPC. */
+  ballast: Release | undefined;
+  /** After every flush that had bytes to write: whether they are in the file now. */
+  onFlush: ((ok: boolean) => void) | undefined;
 
   constructor(
     files: Files,
@@ -128,8 +148,13 @@ export class Segments {
     return this.rotate(idHigh, release);
   }
 
-  /** Start binlog.<nextSeq> with a fresh salt and the id high-water in its header. */
+  /**
+   * Start binlog.<nextSeq> with a fresh salt and the id high-water in its header.
+   * Pending records of the current file are written first; false (no rotation) if
+   * that fails.
+   */
   rotate(idHigh: number, release?: Release): boolean {
+    if (!this.flush()) return false;
     for (;;) {
       const seq = this.nextSeq;
       const path = joinPath(this.#dir, `binlog.${seq}`);
@@ -186,15 +211,57 @@ export class Segments {
     }
   }
 
+  /** Bytes added but not yet written. */
+  get pending(): number {
+    return this.#pending;
+  }
+
   /**
-   * Append to the current file (room() must have been called). On failure the file
-   * is cut back to where it was, so no partial record stays behind; on ENOSPC,
-   * `release` may free ballast and the write is retried.
+   * Add `n` bytes of records for the current file (room() must have been called):
+   * `write` puts them into buf[at, at + n) (`v` views all of buf); they count in
+   * sizes and positions at once and are written by the next flush(). If `write`
+   * throws, nothing is added. `covered`: the ballast stands for these bytes, so it
+   * gives back room for them if their write hits ENOSPC.
    */
-  append(bytes: Uint8Array, release?: Release): boolean {
+  add(n: number, covered: boolean, write: (buf: Uint8Array, v: DataView, at: number) => void): void {
+    const f = this.current!;
+    const at = this.#pending;
+    if (at + n > this.#buf.length) {
+      const grown = new Uint8Array(Math.max(at + n, 2 * this.#buf.length));
+      grown.set(this.#buf.subarray(0, at));
+      this.#setBuf(grown);
+    }
+    write(this.#buf, this.#view, at);
+    this.#pending = at + n;
+    if (covered) this.#pendingCovered += n;
+    f.size += n;
+    this.bytes += n;
+    this.position += n;
+    f.lastWrite = this.position;
+  }
+
+  #setBuf(b: Uint8Array<ArrayBuffer>): void {
+    this.#buf = b;
+    this.#view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  }
+
+  /**
+   * Write every pending record to the current file with one append. On failure the
+   * file is cut back to where it was, so no partial record stays behind, and the
+   * records are dropped (false); on ENOSPC, the ballast gives back room for the
+   * records it stands for, once, and the write is retried. An error other than ENOSPC
+   * (or a failed cut) marks the file broken: the next write starts a new one.
+   */
+  flush(): boolean {
+    const n = this.#pending;
+    if (n === 0) return true;
     const f = this.current!;
     const h = f.handle!;
-    const before = f.size;
+    const bytes = this.#buf.subarray(0, n);
+    const before = f.size - n;
+    let budget = this.#pendingCovered;
+    this.#pending = 0;
+    this.#pendingCovered = 0;
     for (;;) {
       try {
         h.append(bytes);
@@ -207,20 +274,30 @@ export class Segments {
         } catch {
           clean = false;
           f.broken = true;
-          this.bytes += h.size() - f.size;
-          f.size = h.size();
         }
-        if (code === "ENOSPC" && clean && release?.(bytes.length)) continue;
+        if (code === "ENOSPC" && clean && budget > 0 && this.ballast?.(budget)) {
+          budget = 0;
+          continue;
+        }
         if (code !== "ENOSPC") f.broken = true;
-        return this.#complain(`binlog: cannot write ${f.path}: ${errorText(e)}`);
+        const now = clean ? before : h.size();
+        this.bytes += now - f.size;
+        f.size = now;
+        this.#shrink();
+        this.#complain(`binlog: cannot write ${f.path}: ${errorText(e)}`);
+        this.onFlush?.(false);
+        return false;
       }
     }
-    f.size += bytes.length;
-    this.bytes += bytes.length;
-    this.position += bytes.length;
-    f.lastWrite = this.position;
+    this.#shrink();
     this.#complained = false;
+    this.onFlush?.(true);
     return true;
+  }
+
+  /** Do not keep a buffer grown by one big batch. */
+  #shrink(): void {
+    if (this.#buf.length > PENDING_KEEP) this.#setBuf(new Uint8Array(PENDING_START));
   }
 
   /**
@@ -240,6 +317,8 @@ export class Segments {
       const go = !this.#syncing || this.#durable(f.deadAt!, f.deadStart, synced) ||
         (early && this.#durable(f.needSync, f.needStart, synced));
       if (!go) break;
+      // the records that made it dead (moves, deletes) go to the file before it goes
+      if (!this.flush()) break;
       this.#remove(f);
     }
     let pending = 0;
@@ -263,6 +342,7 @@ export class Segments {
    * (see the top). Throws on failure.
    */
   syncNow(synced: number): void {
+    this.flush();
     const from = Math.max(synced, this.dataSynced);
     for (const f of [...this.#closing, ...(this.current ? [this.current] : [])]) {
       if (f.handle && f.lastWrite > from) f.handle.syncNow();
@@ -343,6 +423,7 @@ export class Segments {
 
   /** Drop every open handle without syncing (after a failed fsync); a new file must follow. */
   abandonUnsynced(): void {
+    this.flush(); // the checkpoint that follows supersedes these records; they just must not linger
     for (const f of [...this.#closing, ...(this.current ? [this.current] : [])]) {
       closeQuietly(f.handle);
       f.handle = undefined;
@@ -351,9 +432,9 @@ export class Segments {
     this.current = undefined;
   }
 
-  /** Close everything, fsyncing first when `sync`; false if an fsync failed. */
+  /** Write what is pending, then close everything, fsyncing first when `sync`; false if either failed. */
   closeAll(sync: boolean): boolean {
-    let ok = true;
+    let ok = this.flush();
     for (const f of [...this.#closing, ...(this.current ? [this.current] : [])]) {
       if (sync && f.handle) {
         try {
@@ -404,6 +485,10 @@ export class Segments {
     return false;
   }
 }
+
+/** Initial size of the pending buffer, and the most it keeps after a flush. */
+const PENDING_START = 64 * 1024;
+const PENDING_KEEP = 1024 * 1024;
 
 function closeQuietly(h: AppendFile | undefined): void {
   try {

@@ -46,20 +46,30 @@ export interface Recovered {
 }
 
 /**
- * The engine calls these as state changes. Each returns false when the change could
- * not be logged (disk full, I/O error): the engine then refuses the command with
- * beanstalkd's reply and leaves the job as it was.
+ * The engine calls put/update as state changes. Each returns false when the change
+ * cannot be logged (disk full, I/O error, log closed): the engine then refuses the
+ * command with beanstalkd's reply and leaves the job as it was. An accepted record
+ * may still be pending in memory: flush() writes it, and nothing may be acknowledged
+ * before a flush() that covers it has returned true.
  */
 export interface Wal {
   /** A new job (full record). */
   put(rec: JobRecord): boolean;
   /** A state change of a known job (short record): bury, kick, release, delete. */
   update(rec: JobRecord): boolean;
+  /**
+   * Write every record accepted so far (one append). False when that failed, or an
+   * earlier write of accepted records did since the last call: those changes are
+   * not in the log (the engine has applied them in memory), so their replies must
+   * not be sent. The log stays usable for later changes.
+   */
+  flush(): boolean;
   /** File sequence number holding the job's newest full record (stats-job `file`). */
   fileOf(id: number): number;
   /**
-   * Durable-ack mode: resolves once everything written before the call is on disk
-   * (calls in the same turn share one fsync). Rejects when the fsync failed and the
+   * Durable-ack mode: resolves once everything accepted before the call is on disk
+   * (calls in the same turn share one fsync; call flush() first, which is where a
+   * failed write shows). Rejects when the fsync failed and the
    * log could not rewrite the data into a new file either: the changes may not be
    * durable, so their replies must not be sent as successes. Resolves at once when
    * the log is off or not in that mode.
@@ -82,7 +92,7 @@ export interface Wal {
     recordsWritten: number;
     recordsMigrated: number;
   };
-  /** Flush and release files and the lock. */
+  /** Write what is pending, fsync, release files and the lock. */
   close(): void;
 }
 
@@ -91,6 +101,7 @@ export function noWal(maxSize: number): Wal {
   return {
     put: () => true,
     update: () => true,
+    flush: () => true,
     fileOf: () => 0,
     synced: () => Promise.resolve(),
     tick: () => undefined,

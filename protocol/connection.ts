@@ -132,25 +132,41 @@ export class Connection {
       }
     }
     if (this.#eof && !this.#stalled) this.#quit = true;
-    if (this.#logged && this.#svc.queue.wal.durableAcks) {
-      // Durable acks: nothing goes out until the log is on disk; one fsync serves
-      // every connection that logged something in this turn (group commit).
+    if (this.#logged) {
       this.#logged = false;
-      this.#syncing = true;
-      this.#svc.queue.wal.synced().then(
-        () => {
-          this.#syncing = false;
-          this.#flush();
-          this.#continue();
-        },
-        (e) => {
-          this.#svc.error(`binlog sync failed: ${e}`);
-          this.#close();
-        },
-      );
-      return;
+      const wal = this.#svc.queue.wal;
+      // The log batches: the records of this batch of commands are written now, with
+      // one append, before any of its replies goes out. Only this connection's records
+      // can be pending here: #run is synchronous, and nothing else logs between
+      // batches except compaction, which flushes its own (timer ticks and
+      // disconnects change nothing that is logged).
+      if (!wal.flush()) {
+        // Not in the log: send none of this batch's replies and drop the connection.
+        // The client sees a disconnect, never a false acknowledgement. The batch's
+        // changes are applied in memory but not on disk, which is acceptable because
+        // none of them was acknowledged (they may vanish on a restart).
+        this.#svc.error(`binlog write failed: dropping connection ${this.#id} without replying to its last commands`);
+        this.#close();
+        return;
+      }
+      if (wal.durableAcks) {
+        // Durable acks: nothing goes out until the log is on disk; one fsync serves
+        // every connection that logged something in this turn (group commit).
+        this.#syncing = true;
+        wal.synced().then(
+          () => {
+            this.#syncing = false;
+            this.#flush();
+            this.#continue();
+          },
+          (e) => {
+            this.#svc.error(`binlog sync failed: ${e}`);
+            this.#close();
+          },
+        );
+        return;
+      }
     }
-    this.#logged = false;
     this.#flush();
   }
 
@@ -338,7 +354,9 @@ export class Connection {
   // ---- output ----------------------------------------------------------------------
 
   #flush(): void {
-    if (this.#writing || this.#closed) return;
+    // While the batch waits for its fsync (durable acks), nothing goes out, not even
+    // when an earlier write completes: #out holds that batch's replies.
+    if (this.#writing || this.#closed || this.#syncing) return;
     if (this.#out.size === 0) {
       if (this.#quit) this.#close();
       return;

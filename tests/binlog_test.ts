@@ -2,8 +2,10 @@ import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { body, DIR, Engine, logBytes, logNames, memFiles, ok, summary } from "./binlog_fixture.ts";
 import { openBinlog, WalOpenError } from "../core/binlog.ts";
-import { ballastFor } from "../core/binlog_ballast.ts";
+import { ballastFor, WRITE_RESERVE } from "../core/binlog_ballast.ts";
 import { MemoryFiles } from "../core/files_memory.ts";
+import type { AppendFile } from "../core/files.ts";
+import { FILE_HEADER_SIZE, IDS_RECORD_SIZE } from "../core/binlog_codec.ts";
 
 function restart(e: Engine): Engine {
   e.wal.close();
@@ -83,12 +85,32 @@ describe("writing", () => {
 });
 
 describe("disk trouble", () => {
-  test("ENOSPC on a chosen write: that put is refused, nothing half-written stays, later ones work", () => {
+  test("ENOSPC on a chosen write: the write reserve takes one; the record is written once, whole", () => {
+    const files = memFiles();
+    let e = new Engine(files).open();
+    const a = e.put("default", body("a"));
+    const size = files.bytes(`${DIR}/binlog.1`).length;
+    const ballast = e.wal.usage().ballast;
+    files.failAppend(1, { code: "ENOSPC", partial: 10 });
+    const b = e.put("default", body("b"));
+    assert.ok(b > 0, "accepted records are written with room from the ballast");
+    // binlog.1: header, the id reservation, a's record; then b's record, as long as a's
+    const record = size - FILE_HEADER_SIZE - IDS_RECORD_SIZE;
+    assert.equal(files.bytes(`${DIR}/binlog.1`).length, size + record, "the short write was cut back first");
+    assert.ok(e.wal.usage().ballast < ballast);
+    assert.deepEqual(e.logs, []);
+    e = restart(e);
+    assert.deepEqual(e.recovered.jobs.map((j) => j.id), [a, b]);
+    assert.deepEqual(e.logs, []);
+  });
+
+  test("ENOSPC on a chosen write, again after the reserve gave room: that put is refused, nothing half-written stays, later ones work", () => {
     const files = memFiles();
     let e = new Engine(files).open();
     const a = e.put("default", body("a"));
     const size = files.bytes(`${DIR}/binlog.1`).length;
     files.failAppend(1, { code: "ENOSPC", partial: 10 });
+    files.failAppend(2, { code: "ENOSPC", partial: 10 });
     assert.equal(e.put("default", body("b")), 0);
     assert.equal(files.bytes(`${DIR}/binlog.1`).length, size, "the short write was cut back");
     assert.equal(e.logs.length, 1);
@@ -597,5 +619,277 @@ describe("the directory lock", () => {
         ),
       /failed to lock wal dir \/nope: no such directory/,
     );
+  });
+});
+
+/**
+ * In-memory files that count the appends to log files (binlog.N), can make every
+ * such append fail while `failLog` is set, and call `onUnlink` after a removal.
+ */
+class WatchedFiles extends MemoryFiles {
+  logAppends = 0;
+  failLog = false;
+  onUnlink: ((path: string) => void) | undefined;
+
+  constructor() {
+    super([DIR]);
+  }
+
+  override open(path: string, mode: "new" | "any"): AppendFile {
+    const h = super.open(path, mode);
+    if (!/\/binlog\.\d+$/.test(path)) return h;
+    return {
+      path: h.path,
+      size: () => h.size(),
+      append: (b: Uint8Array) => {
+        this.logAppends++;
+        if (this.failLog) throw Object.assign(new Error(`EIO: simulated failure, ${path}`), { code: "EIO" });
+        h.append(b);
+      },
+      truncate: (n: number) => h.truncate(n),
+      sync: () => h.sync(),
+      syncNow: () => h.syncNow(),
+      close: () => h.close(),
+    };
+  }
+
+  override unlink(path: string): void {
+    super.unlink(path);
+    this.onUnlink?.(path);
+  }
+}
+
+/** After every removal of a log file: what a kill -9 now would leave must hold `jobs` as expected. */
+function checkEveryRemoval(files: WatchedFiles, e: Engine, ids: number[], buriedOrder: number[]): () => number {
+  const want = summary(e.expected(buriedOrder).filter((j) => ids.includes(j.id)));
+  let checked = 0;
+  files.onUnlink = (path) => {
+    if (!/\/binlog\.\d+$/.test(path)) return;
+    const r = new Engine(files.crash(true), e.opts).open();
+    const got = r.recovered.jobs.filter((j) => ids.includes(j.id));
+    assert.deepEqual(summary(got), want, `after removing ${path}`);
+    r.wal.close();
+    checked++;
+  };
+  return () => checked;
+}
+
+describe("batched writes", () => {
+  test("a batch of records is written with one append, at flush()", async () => {
+    const files = new WatchedFiles();
+    let e = new Engine(files).open();
+    e.autoFlush = false;
+    const first = e.put("default", body("first"));
+    assert.equal(e.wal.flush(), true);
+    const base = files.logAppends;
+    const bytes = logBytes(files);
+    const ids: number[] = [];
+    for (let i = 0; i < 100; i++) ids.push(e.put(`t${i % 3}`, body(`job ${i} ${"x".repeat(i)}`), { pri: i }));
+    e.reserve(ids[0]!);
+    e.bury(ids[0]!, 7);
+    e.delete(ids[1]!);
+    e.reserve(ids[2]!);
+    e.release(ids[2]!, 3, 5000);
+    e.kick(ids[2]!);
+    e.delete(first);
+    assert.equal(files.logAppends, base, "nothing is written before flush()");
+    assert.equal(logBytes(files), bytes);
+    assert.equal(e.wal.stats().recordsWritten, 1 + 100 + 5);
+    assert.equal(e.wal.flush(), true);
+    assert.equal(files.logAppends - base, 1, "one append for the whole batch");
+    assert.equal(e.wal.flush(), true, "nothing pending: nothing to do");
+    assert.equal(files.logAppends - base, 1);
+    const expected = summary(e.expected([ids[0]!]));
+    await e.settle();
+    e = new Engine(files.crash(true), e.opts).open(); // kill -9: no fsync needed
+    assert.deepEqual(summary(e.recovered.jobs), expected);
+  });
+
+  test("records left pending by a caller are written at the end of the turn", async () => {
+    const files = new WatchedFiles();
+    const e = new Engine(files, { fsyncMs: "never" }).open();
+    e.autoFlush = false;
+    const base = files.logAppends;
+    const a = e.put("default", body("a"));
+    const b = e.put("default", body("b"));
+    assert.equal(files.logAppends, base);
+    await Promise.resolve();
+    assert.equal(files.logAppends - base, 1);
+    const r = new Engine(files.crash(true), e.opts).open();
+    assert.deepEqual(r.recovered.jobs.map((j) => j.id), [a, b]);
+  });
+
+  test("a failed flush says so, drops its records whole, and the log keeps working", () => {
+    const files = memFiles();
+    let e = new Engine(files).open();
+    e.autoFlush = false;
+    const a = e.put("default", body("a"));
+    const b = e.put("default", body("b"));
+    const c = e.put("default", body("c"), { delayMs: 60_000 });
+    assert.equal(e.wal.flush(), true);
+    const flushed = e.expected();
+    const written = e.wal.stats().recordsWritten;
+
+    // EIO: the batch is lost, the file cut back, and the next batch goes to a new file
+    const size = files.bytes(`${DIR}/binlog.1`).length;
+    const lost = e.put("default", body("lost"));
+    e.reserve(a);
+    e.bury(a, 5);
+    e.delete(b);
+    e.kick(c);
+    files.failAppend(1, { code: "EIO", partial: 30 });
+    assert.equal(e.wal.flush(), false);
+    assert.equal(files.bytes(`${DIR}/binlog.1`).length, size, "no partial record stays");
+    assert.match(e.logs.join("\n"), /cannot write .*binlog\.1: EIO/);
+    assert.equal(e.wal.stats().recordsWritten, written, "lost records are not counted");
+    const d = e.put("default", body("d"));
+    const dRec = { ...e.logged.get(d)! };
+    assert.equal(e.wal.flush(), true, "later batches are written");
+    assert.equal(e.wal.stats().currentIndex, 2);
+
+    // ENOSPC that the write reserve cannot cure either: the same
+    const size2 = files.bytes(`${DIR}/binlog.2`).length;
+    e.put("default", body("lost too"));
+    e.delete(d);
+    files.failAppend(1, { code: "ENOSPC", partial: 10 });
+    files.failAppend(2, { code: "ENOSPC", partial: 10 });
+    assert.equal(e.wal.flush(), false);
+    assert.equal(files.bytes(`${DIR}/binlog.2`).length, size2, "no partial record stays");
+    const f = e.put("default", body("f"));
+    assert.equal(e.wal.flush(), true);
+
+    // recovery sees exactly what the successful flushes wrote
+    const fRec = e.logged.get(f)!;
+    e = new Engine(files.crash(true), e.opts).open();
+    assert.deepEqual(summary(e.recovered.jobs), summary([...flushed, dRec, fRec]));
+    assert.ok(!e.recovered.jobs.some((j) => j.id === lost));
+  });
+
+  test("a full disk: the batch already accepted is written from the write reserve, the next put is refused", () => {
+    const files = memFiles();
+    let e = new Engine(files).open();
+    e.autoFlush = false;
+    const a = e.put("default", body("a"));
+    assert.equal(e.wal.flush(), true);
+    files.capacity = files.used(); // not one byte left
+    const batch: number[] = [];
+    for (let i = 0; i < 50; i++) batch.push(e.put("default", body(`batch ${i} ${"z".repeat(200)}`)));
+    assert.ok(batch.every((id) => id > 0), "accepted: the ballast holds the reserve");
+    e.delete(a);
+    assert.equal(e.wal.flush(), true, "written: the reserve made room");
+    assert.equal(e.put("default", body("one more")), 0, "refused: the reserve cannot be restored");
+    assert.equal(e.delete(batch[0]!), true, "deletes still go through");
+    assert.equal(e.wal.flush(), true);
+    files.capacity = Infinity;
+    const d = e.put("default", body("room again"));
+    assert.ok(d > 0);
+    assert.equal(e.wal.flush(), true);
+    const expected = summary(e.expected());
+    e = new Engine(files.crash(true), e.opts).open();
+    assert.deepEqual(summary(e.recovered.jobs), expected);
+  });
+
+  test("a record bigger than the write reserve is written at once: a full disk refuses that command only", () => {
+    const files = memFiles();
+    let e = new Engine(files, { maxJobSize: 1 << 20 }).open();
+    e.autoFlush = false;
+    const a = e.put("default", body("a"));
+    const big = e.put("default", body("B".repeat(WRITE_RESERVE)));
+    assert.ok(big > 0);
+    const appends = files.appends;
+    assert.equal(e.wal.flush(), true);
+    assert.equal(files.appends, appends, "both were written already, by the big put");
+    const c = e.put("default", body("c"));
+    assert.equal(e.wal.flush(), true);
+    files.failAppend(1, { code: "ENOSPC" });
+    assert.equal(e.put("default", body("C".repeat(WRITE_RESERVE))), 0, "refused at once, with beanstalkd's reply");
+    const d = e.put("default", body("d"));
+    assert.equal(e.wal.flush(), true, "the batch goes on");
+    e = new Engine(files.crash(true), e.opts).open();
+    assert.deepEqual(e.recovered.jobs.map((j) => j.id), [a, big, c, d]);
+  });
+
+  test("a write that fails inside a batch (at a rotation) fails that batch's flush() too", () => {
+    const files = new WatchedFiles();
+    let e = new Engine(files, { maxFileSize: 4096 }).open();
+    e.autoFlush = false;
+    const first = e.put("default", body("first"));
+    assert.equal(e.wal.flush(), true);
+    const record = 16 + 76 + "default".length + 502;
+    const pending: number[] = [];
+    while (e.wal.usage().bytes + record <= 4096) pending.push(e.put("default", body("p".repeat(500))));
+    assert.ok(pending.length > 2);
+    files.failLog = true; // the rotation writes the pending records first: that fails
+    assert.equal(e.put("default", body("p".repeat(500))), 0, "the put that needed the rotation is refused");
+    files.failLog = false;
+    const after = e.put("default", body("after"));
+    assert.ok(after > 0);
+    assert.equal(e.wal.flush(), false, "records of this batch were lost: it must not be acknowledged");
+    const next = e.put("default", body("next"));
+    assert.equal(e.wal.flush(), true);
+    e = new Engine(files.crash(true), e.opts).open();
+    const back = e.recovered.jobs.map((j) => j.id);
+    for (const id of pending) assert.ok(!back.includes(id), `job ${id} was never written`);
+    assert.ok(back.includes(first) && back.includes(next), back.join(","));
+  });
+
+  test("compaction's moves are written before their old file is removed", async () => {
+    for (const fsyncMs of ["never", 50] as const) {
+      const files = new WatchedFiles();
+      const e = new Engine(files, { maxFileSize: 4096, fsyncMs }).open();
+      e.autoFlush = false;
+      const keep = e.put("default", body("long-lived"), { pri: 7 });
+      const buried = e.put("other", body("buried"));
+      const delayed = e.put("default", body("delayed"), { delayMs: 3_600_000 });
+      e.reserve(buried);
+      e.bury(buried, 3);
+      assert.equal(e.wal.flush(), true);
+      await e.settle();
+      const home = `binlog.${e.wal.fileOf(keep)}`;
+      const removals = checkEveryRemoval(files, e, [keep, buried, delayed], [buried]);
+      for (let i = 0; logNames(files).includes(home); i++) {
+        assert.ok(i < 5000, `${fsyncMs}: ${home} never went`);
+        for (let k = 0; k < 8; k++) e.delete(e.put("churn", body(`c${i} ${"y".repeat(100)}`)));
+        assert.equal(e.wal.flush(), true);
+        e.now += 5;
+        e.wal.tick(e.now);
+        await e.settle();
+      }
+      assert.ok(removals() > 0);
+      assert.ok(e.wal.stats().recordsMigrated >= 3);
+      e.wal.close();
+    }
+  });
+
+  test("a failed write of compaction's moves undoes them: the old file stays until they are written", async () => {
+    const files = new WatchedFiles();
+    let e = new Engine(files, { maxFileSize: 4096, fsyncMs: "never" }).open();
+    e.autoFlush = false;
+    const keep = e.put("default", body("long-lived"), { pri: 7 });
+    const buried = e.put("other", body("buried"));
+    e.reserve(buried);
+    e.bury(buried, 3);
+    assert.equal(e.wal.flush(), true);
+    const home = `binlog.${e.wal.fileOf(keep)}`;
+    const removals = checkEveryRemoval(files, e, [keep, buried], [buried]);
+    let failedMoves = 0;
+    for (let i = 0; logNames(files).includes(home); i++) {
+      assert.ok(i < 5000, `${home} never went`);
+      for (let k = 0; k < 8; k++) e.delete(e.put("churn", body(`c${i} ${"y".repeat(100)}`)));
+      assert.equal(e.wal.flush(), true);
+      // what is written between batches is compaction's: fail it, two rounds in three
+      files.failLog = i % 3 !== 2;
+      const migrated = e.wal.stats().recordsMigrated;
+      const logs = e.logs.length;
+      await e.settle();
+      files.failLog = false;
+      if (e.logs.length > logs && e.wal.stats().recordsMigrated === migrated) failedMoves++;
+    }
+    assert.ok(failedMoves > 0, "some moves failed");
+    assert.ok(removals() > 0);
+    e = restart(e);
+    const back = new Map(e.recovered.jobs.map((j) => [j.id, j]));
+    assert.equal(back.get(keep)?.pri, 7);
+    assert.equal(back.get(buried)?.state, "buried");
   });
 });

@@ -715,6 +715,50 @@ describe(`the wal directory: ${HERE.name}`, () => {
   });
 });
 
+describe(`a pipelined batch is logged before its replies: ${HERE.name}`, () => {
+  const sc = new Scope();
+  after(() => sc.cleanup());
+
+  // The log writes each batch of commands with one append, before the batch's replies
+  // go out: 500 puts in one write, every one INSERTED, all of them there after kill -9
+  // (default -f 50: nothing was fsynced for them; -f 0: the replies waited for it).
+  for (const fsync of [[], ["-f", "0"]]) {
+    test(`500 puts in one write, then kill -9: all 500 come back (${fsync.join(" ") || "-f 50"})`, async () => {
+      const dir = sc.dir();
+      const a = await sc.start(HERE, ["-b", dir, ...fsync]);
+      const w = await dial(a.addr);
+      const N = 500;
+      const bodies: string[] = [];
+      let batch = "use pipelined\r\n";
+      for (let i = 0; i < N; i++) {
+        const body = `job ${i} ${"b".repeat(i % 97)}`;
+        bodies.push(body);
+        batch += `put ${i % 7} 0 60 ${body.length}\r\n${body}\r\n`;
+      }
+      w.send(batch);
+      assert.equal(await w.reply(), "USING pipelined\r\n");
+      const ids: number[] = [];
+      for (let i = 0; i < N; i++) {
+        const r = await w.reply();
+        const m = /^INSERTED (\d+)\r\n$/.exec(r);
+        assert.ok(m, `reply ${i}: ${JSON.stringify(r)}`);
+        ids.push(Number(m[1]));
+      }
+      assert.equal(new Set(ids).size, N);
+      await kill9(a);
+      const b = await sc.start(HERE, ["-b", dir]);
+      const r = await dial(b.addr);
+      const st = await statsOf(r, "stats-tube pipelined");
+      assert.equal(st.num("current-jobs-ready"), N);
+      for (let i = 0; i < N; i++) assert.equal(await r.cmd(`peek ${ids[i]}`), found(ids[i]!, bodies[i]!));
+      const js = await jobStats(r, ids[N - 1]!);
+      assert.equal(js?.num("pri"), (N - 1) % 7);
+      r.close();
+      await kill9(b);
+    });
+  }
+});
+
 // ---- 2. a crash under load, durable acks ----------------------------------------------
 
 type LState = "ready" | "delayed" | "buried" | "absent";
