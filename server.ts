@@ -71,7 +71,7 @@ async function main(args: string[]): Promise<void> {
   for (const w of config.warnings) console.error(`${PREFIX}: ${w}`);
 
   if (config.verbose > 0) console.log(`pid ${process.pid}`);
-  let queue: Queue | undefined;
+  let queue: Queue | undefined = undefined; // assigned once the log has been read
   let wal: Wal | undefined;
   let recovered;
   if (config.binlogDir !== undefined) {

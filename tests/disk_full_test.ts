@@ -14,7 +14,7 @@ import { dial } from "./harness/wire.ts";
 
 const DIR = "/wal";
 const files = new MemoryFiles([DIR]);
-let queue: Queue | undefined;
+let queue: Queue | undefined = undefined;
 const { wal } = openBinlog(
   { dir: DIR, fsyncMs: 50, durableAcks: false, maxFileSize: 64 * 1024, maxJobSize: 65535, log: () => {} },
   files,
