@@ -31,7 +31,7 @@
  *
  * @module
  */
-export { Queue, type QueueOptions, DEADLINE_SOON_MS } from "./core/queue.ts";
+export { DEADLINE_SOON_MS, Queue, type QueueOptions } from "./core/queue.ts";
 export { type Clock, ManualClock, systemClock } from "./core/clock.ts";
 export { Job, type JobState } from "./core/job.ts";
 export type { Client, WaitEnd } from "./core/client.ts";

@@ -5,7 +5,7 @@
 //   bun run server.ts -p 11300
 import process from "node:process";
 import { existsSync, lstatSync, unlinkSync } from "node:fs";
-import { parseConfig, USAGE, type Config } from "./core/config.ts";
+import { type Config, parseConfig, USAGE } from "./core/config.ts";
 import { VERSION } from "./core/version.ts";
 import { Service } from "./protocol/service.ts";
 import { listen } from "./adapters/listen.ts";
@@ -128,7 +128,6 @@ async function main(args: string[]): Promise<void> {
   }
   if (config.user) becomeUser(config.user);
   if (config.verbose > 0 && recovered) console.log(`binlog: ${recovered.jobs.length} jobs recovered`);
-
 }
 
 const args = "Deno" in globalThis ? Deno.args : process.argv.slice(2);

@@ -3,7 +3,7 @@
 // writes that the kernel does not take whole wait for the drain callback.
 import type { Service } from "../protocol/service.ts";
 import type { Connection } from "../protocol/connection.ts";
-import type { Listening, ListenAddress } from "./types.ts";
+import type { ListenAddress, Listening } from "./types.ts";
 
 // Just the part of Bun's socket API used here, so that other runtimes' type checkers
 // (deno test checks every file it loads) need no Bun type definitions.

@@ -6,7 +6,7 @@
 // gets TIMED_OUT, earlier pipelined commands get their replies).
 import type { Service } from "../protocol/service.ts";
 import { serveStreams } from "../protocol/streams.ts";
-import type { Listening, ListenAddress } from "./types.ts";
+import type { ListenAddress, Listening } from "./types.ts";
 
 function streamsOf(conn: Deno.Conn) {
   let closed = false;

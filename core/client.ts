@@ -1,6 +1,6 @@
 // What the engine knows about one connection: its used tube, watch list,
 // reservations and whether (and until when) it is waiting in reserve.
-import { JobList, type Job } from "./job.ts";
+import { type Job, JobList } from "./job.ts";
 import type { Tube, WaitNode } from "./tube.ts";
 
 /** How a wait in reserve ended, when it did not end with a job. */

@@ -42,7 +42,15 @@ export class Job {
   prev: Job | null = null;
   next: Job | null = null;
 
-  constructor(id: number, tube: Tube, pri: number, delayMs: number, ttrMs: number, body: Uint8Array, createdAt: number) {
+  constructor(
+    id: number,
+    tube: Tube,
+    pri: number,
+    delayMs: number,
+    ttrMs: number,
+    body: Uint8Array,
+    createdAt: number,
+  ) {
     this.id = id;
     this.tube = tube;
     this.#buf = body.buffer;

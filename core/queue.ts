@@ -2,7 +2,7 @@
 // Pure TypeScript, no I/O: time comes from the injected clock, the binlog sits behind
 // the Wal interface, and the one timer lives with the caller (see tick()).
 import { Heap } from "./heap.ts";
-import { Job, readyBefore, deadlineBefore, timeSlot } from "./job.ts";
+import { deadlineBefore, Job, readyBefore, timeSlot } from "./job.ts";
 import { Tube } from "./tube.ts";
 import { Client, type WaitEnd } from "./client.ts";
 import type { Clock } from "./clock.ts";

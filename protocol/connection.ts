@@ -190,7 +190,9 @@ export class Connection {
     const c = this.#client;
     const out = this.#out;
     const counters = q.counters;
-    if (this.#svc.verbose > 1) this.#svc.log(`<${this.#id} command ${String.fromCharCode(...buf.subarray(start, end))}`);
+    if (this.#svc.verbose > 1) {
+      this.#svc.log(`<${this.#id} command ${String.fromCharCode(...buf.subarray(start, end))}`);
+    }
     switch (parseCommand(buf, start, end, cmd)) {
       case OP.BAD_FORMAT:
         return out.bytes(R.BAD_FORMAT);

@@ -5,7 +5,7 @@ import type { Clock } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { Wal } from "../core/wal.ts";
 import { Connection, type Transport } from "./connection.ts";
-import { hostInfo, type HostInfo, randomId } from "./host.ts";
+import { type HostInfo, hostInfo, randomId } from "./host.ts";
 import type { ServerFacts } from "./yaml.ts";
 import { BodyArena } from "./arena.ts";
 

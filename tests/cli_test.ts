@@ -22,7 +22,9 @@ function run(...args: string[]) {
 
 /** Start the server on a UNIX socket and resolve once it accepts. */
 async function startUnix(path: string, extra: string[] = []) {
-  const child = spawn(SERVER[0]!, [...SERVER.slice(1), "-l", `unix:${path}`, ...extra], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(SERVER[0]!, [...SERVER.slice(1), "-l", `unix:${path}`, ...extra], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let log = "";
   child.stdout!.on("data", (d) => (log += d));
   child.stderr!.on("data", (d) => (log += d));
@@ -60,7 +62,12 @@ describe(`the executable (${RUNTIME})`, () => {
   });
 
   it("usage errors give beanstalkd's messages and exit 5", () => {
-    for (const [args, msg] of [[["-x"], "unknown flag: -x"], [["-z"], "flag requires an argument: -z"], [["-z", "12a"], "invalid size: 12a"], [["foo"], "unknown argument: foo"]] as const) {
+    for (
+      const [args, msg] of [[["-x"], "unknown flag: -x"], [["-z"], "flag requires an argument: -z"], [
+        ["-z", "12a"],
+        "invalid size: 12a",
+      ], [["foo"], "unknown argument: foo"]] as const
+    ) {
       const r = run(...args);
       assert.equal(r.code, 5, `${args.join(" ")}: ${r.err}`);
       assert.ok(r.err.includes(msg), r.err);
@@ -106,7 +113,9 @@ describe(`the executable (${RUNTIME})`, () => {
     process.kill(s.child!.pid!, "SIGUSR1"); // not child.kill: under deno test that makes the exit status read as the signal
     const deadline = Date.now() + 5000;
     let reply = "";
-    while (Date.now() < deadline && (reply = await w.put("y")) !== "DRAINING\r\n") await new Promise((r) => setTimeout(r, 20));
+    while (Date.now() < deadline && (reply = await w.put("y")) !== "DRAINING\r\n") {
+      await new Promise((r) => setTimeout(r, 20));
+    }
     assert.equal(reply, "DRAINING\r\n");
     assert.equal(await w.cmd("delete 1"), "DELETED\r\n", "other commands still work while draining");
     assert.match(s.output(), /^pid \d+$/m, "-V logs the pid");

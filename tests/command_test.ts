@@ -78,7 +78,9 @@ describe("strict integers", () => {
     "delete ",
     "stats-job 111 222",
   ];
-  for (const line of bad) it(`${JSON.stringify(line)} is BAD_FORMAT`, () => assert.equal(parse(line).name, "BAD_FORMAT"));
+  for (const line of bad) {
+    it(`${JSON.stringify(line)} is BAD_FORMAT`, () => assert.equal(parse(line).name, "BAD_FORMAT"));
+  }
   it("u32 max and u64 max are accepted", () => {
     assert.equal(parse("put 4294967295 4294967295 4294967295 0").name, "PUT");
     const c = parse("peek 18446744073709551615");
@@ -136,8 +138,13 @@ describe("lax readers of kick and reserve-with-timeout", () => {
 describe("tube names", () => {
   const ok = ["default", "a", "A-Z+/;.$_()09", "x".repeat(200)];
   const bad = ["", " foo", "foo ", "-foo", "a*b", "a b", "é", "x".repeat(201)];
-  for (const n of ok) it(`use ${n.slice(0, 20)} is fine`, () => assert.deepEqual([parse(`use ${n}`).name, parse(`use ${n}`).tube], ["USE", n]));
-  for (const n of bad) it(`use ${JSON.stringify(n.slice(0, 20))} is BAD_FORMAT`, () => assert.equal(parse(`use ${n}`).name, "BAD_FORMAT"));
+  for (const n of ok) {
+    it(`use ${n.slice(0, 20)} is fine`, () =>
+      assert.deepEqual([parse(`use ${n}`).name, parse(`use ${n}`).tube], ["USE", n]));
+  }
+  for (const n of bad) {
+    it(`use ${JSON.stringify(n.slice(0, 20))} is BAD_FORMAT`, () => assert.equal(parse(`use ${n}`).name, "BAD_FORMAT"));
+  }
   it("pause-tube skips spaces, takes the name run, validates after the delay", () => {
     let c = parse("pause-tubedefault 1");
     assert.deepEqual([c.name, c.tube, c.delay, c.badName], ["PAUSE_TUBE", "default", 1, false]);

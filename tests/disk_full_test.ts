@@ -54,7 +54,11 @@ it("a full disk refuses put with OUT_OF_MEMORY and keeps serving everything else
   assert.equal(refused, "OUT_OF_MEMORY\r\n", "put is refused once the log cannot grow");
   const before = Number(/current-jobs-ready: (\d+)/.exec(await b.cmd("stats"))![1]);
   assert.equal(await b.put(body), "OUT_OF_MEMORY\r\n", "for every client");
-  assert.equal(Number(/current-jobs-ready: (\d+)/.exec(await b.cmd("stats"))![1]), before, "a refused put stores nothing");
+  assert.equal(
+    Number(/current-jobs-ready: (\d+)/.exec(await b.cmd("stats"))![1]),
+    before,
+    "a refused put stores nothing",
+  );
 
   assert.equal(await b.cmd("peek 1"), `FOUND 1 500\r\n${body}\r\n`, "reads still work");
   assert.equal(await b.cmd("list-tube-used"), "USING default\r\n");

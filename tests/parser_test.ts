@@ -12,7 +12,12 @@ const text = (b: Uint8Array) => String.fromCharCode(...b);
 
 /** Feed chunks to a fresh server connection; return what it wrote and whether it closed. */
 function run(chunks: Uint8Array[], maxJobSize?: number): { out: string; closed: boolean } {
-  const svc = new Service({ clock: new ManualClock(), ...(maxJobSize ? { maxJobSize } : {}), log: () => {}, error: () => {} });
+  const svc = new Service({
+    clock: new ManualClock(),
+    ...(maxJobSize ? { maxJobSize } : {}),
+    log: () => {},
+    error: () => {},
+  });
   let out = "";
   let closed = false;
   const conn = svc.connect({ write: (p) => void (out += text(p)), close: () => void (closed = true) });
@@ -36,8 +41,16 @@ interface Fixture {
 
 const long = (n: number) => "x".repeat(n);
 const FIXTURES: Fixture[] = [
-  { name: "put and peek", input: "put 0 0 60 5\r\nhello\r\npeek 1\r\n", output: "INSERTED 1\r\nFOUND 1 5\r\nhello\r\n" },
-  { name: "a body holding CRLF and NUL", input: "put 0 0 60 4\r\na\r\n\0\r\npeek 1\r\n", output: "INSERTED 1\r\nFOUND 1 4\r\na\r\n\0\r\n" },
+  {
+    name: "put and peek",
+    input: "put 0 0 60 5\r\nhello\r\npeek 1\r\n",
+    output: "INSERTED 1\r\nFOUND 1 5\r\nhello\r\n",
+  },
+  {
+    name: "a body holding CRLF and NUL",
+    input: "put 0 0 60 4\r\na\r\n\0\r\npeek 1\r\n",
+    output: "INSERTED 1\r\nFOUND 1 4\r\na\r\n\0\r\n",
+  },
   { name: "a zero-length body", input: "put 0 0 1 0\r\n\r\npeek 1\r\n", output: "INSERTED 1\r\nFOUND 1 0\r\n\r\n" },
   {
     name: "pipelined commands",
@@ -79,15 +92,32 @@ const FIXTURES: Fixture[] = [
     input: `${"\r".repeat(300)}\r\nlist-tube-used\r\n`,
     output: "BAD_FORMAT\r\nUSING default\r\n",
   },
-  { name: "a stray CR does not hide the next CRLF", input: "abc\rdef\r\nlist-tube-used\r\n", output: "UNKNOWN_COMMAND\r\nUSING default\r\n" },
-  { name: "a stray CR before CRLF", input: "use foo\r\r\nlist-tube-used\r\n", output: "BAD_FORMAT\r\nUSING default\r\n" },
+  {
+    name: "a stray CR does not hide the next CRLF",
+    input: "abc\rdef\r\nlist-tube-used\r\n",
+    output: "UNKNOWN_COMMAND\r\nUSING default\r\n",
+  },
+  {
+    name: "a stray CR before CRLF",
+    input: "use foo\r\r\nlist-tube-used\r\n",
+    output: "BAD_FORMAT\r\nUSING default\r\n",
+  },
   { name: "bare LF is not a terminator", input: "list-tube-used\nlist-tube-used\r\n", output: "BAD_FORMAT\r\n" },
   { name: "NUL in a line", input: "use a\0b\r\nlist-tube-used\r\n", output: "BAD_FORMAT\r\nUSING default\r\n" },
   { name: "the empty line", input: "\r\n", output: "UNKNOWN_COMMAND\r\n" },
-  { name: "quit closes after earlier replies", input: "list-tube-used\r\nquit\r\nlist-tube-used\r\n", output: "USING default\r\n", closes: true },
+  {
+    name: "quit closes after earlier replies",
+    input: "list-tube-used\r\nquit\r\nlist-tube-used\r\n",
+    output: "USING default\r\n",
+    closes: true,
+  },
   { name: "quitXYZ closes too", input: "quitXYZ\r\n", output: "", closes: true },
   { name: "reserve-with-timeout 0 answers at once", input: "reserve-with-timeout 0\r\n", output: "TIMED_OUT\r\n" },
-  { name: "stats-tube of a missing tube does not create it", input: "stats-tube nope\r\nlist-tubes\r\n", output: "NOT_FOUND\r\nOK 14\r\n---\n- default\n\r\n" },
+  {
+    name: "stats-tube of a missing tube does not create it",
+    input: "stats-tube nope\r\nlist-tubes\r\n",
+    output: "NOT_FOUND\r\nOK 14\r\n---\n- default\n\r\n",
+  },
 ];
 
 describe("parser fixtures", () => {

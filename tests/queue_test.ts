@@ -290,10 +290,28 @@ describe("drain and restore", () => {
     const { clock, q, conn } = setup();
     const wall = clock.wallMs();
     const rec = (id: number, state: "ready" | "reserved" | "delayed" | "buried", deadlineAtMs = 0) => ({
-      id, tube: "t", pri: id, delayMs: 0, ttrMs: 1000, createdAtMs: wall - 5000, deadlineAtMs, state,
-      reserves: 1, timeouts: 0, releases: 0, buries: 0, kicks: 0, body: body(`job${id}`),
+      id,
+      tube: "t",
+      pri: id,
+      delayMs: 0,
+      ttrMs: 1000,
+      createdAtMs: wall - 5000,
+      deadlineAtMs,
+      state,
+      reserves: 1,
+      timeouts: 0,
+      releases: 0,
+      buries: 0,
+      kicks: 0,
+      body: body(`job${id}`),
     });
-    q.restore([rec(3, "buried"), rec(1, "buried"), rec(2, "reserved"), rec(5, "delayed", wall + 3000), rec(6, "delayed", wall - 1)], 9);
+    q.restore([
+      rec(3, "buried"),
+      rec(1, "buried"),
+      rec(2, "reserved"),
+      rec(5, "delayed", wall + 3000),
+      rec(6, "delayed", wall - 1),
+    ], 9);
     assert.deepEqual([3, 1, 2, 5, 6].map((id) => q.peek(id)!.state), ["buried", "buried", "ready", "delayed", "ready"]);
     const c = conn();
     q.use(c, "t");

@@ -19,8 +19,20 @@ describe("YAML output", () => {
 
   it("stats-job has 14 keys in wire order", () => {
     const y = statsJobYaml({
-      id: 7, tube: "t", state: "ready", pri: 1, age: 2, delay: 3, ttr: 4, timeLeft: 0, file: 0,
-      reserves: 5, timeouts: 6, releases: 7, buries: 8, kicks: 9,
+      id: 7,
+      tube: "t",
+      state: "ready",
+      pri: 1,
+      age: 2,
+      delay: 3,
+      ttr: 4,
+      timeLeft: 0,
+      file: 0,
+      reserves: 5,
+      timeouts: 6,
+      releases: 7,
+      buries: 8,
+      kicks: 9,
     });
     assert.equal(
       y,
@@ -33,25 +45,55 @@ describe("YAML output", () => {
     const q = new Queue({ clock: new ManualClock() });
     const keys = statsTubeYaml(q.statsTube("default")!).split("\n").slice(1, -1).map((l) => l.split(":")[0]);
     assert.deepEqual(keys, [
-      "name", "current-jobs-urgent", "current-jobs-ready", "current-jobs-reserved", "current-jobs-delayed",
-      "current-jobs-buried", "total-jobs", "current-using", "current-watching", "current-waiting", "cmd-delete",
-      "cmd-pause-tube", "pause", "pause-time-left",
+      "name",
+      "current-jobs-urgent",
+      "current-jobs-ready",
+      "current-jobs-reserved",
+      "current-jobs-delayed",
+      "current-jobs-buried",
+      "total-jobs",
+      "current-using",
+      "current-watching",
+      "current-waiting",
+      "cmd-delete",
+      "cmd-pause-tube",
+      "pause",
+      "pause-time-left",
     ]);
   });
 
   it("stats has 51 keys in 1.12's wire order with real values", () => {
     const clock = new ManualClock();
     const q = new Queue({ clock });
-    const host = { pid: 42, hostname: "h", os: "#1 SMP", platform: "x86_64", cpu: () => ({ user: 1_500_000, system: 7 }) };
+    const host = {
+      pid: 42,
+      hostname: "h",
+      os: "#1 SMP",
+      platform: "x86_64",
+      cpu: () => ({ user: 1_500_000, system: 7 }),
+    };
     clock.advance(3500);
     const y = statsYaml(q, { host, id: "0123456789abcdef", version: "1.12", startedAt: 1000 });
     const lines = y.split("\n").slice(1, -1);
     assert.equal(lines.length, 51);
     const map = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 2)]));
     assert.deepEqual(Object.keys(map).slice(0, 6), [
-      "current-jobs-urgent", "current-jobs-ready", "current-jobs-reserved", "current-jobs-delayed", "current-jobs-buried", "cmd-put",
+      "current-jobs-urgent",
+      "current-jobs-ready",
+      "current-jobs-reserved",
+      "current-jobs-delayed",
+      "current-jobs-buried",
+      "cmd-put",
     ]);
-    assert.deepEqual(Object.keys(map).slice(-7), ["binlog-records-written", "binlog-max-size", "draining", "id", "hostname", "os", "platform"]);
+    assert.deepEqual(Object.keys(map).slice(-7), [
+      "binlog-records-written",
+      "binlog-max-size",
+      "draining",
+      "id",
+      "hostname",
+      "os",
+      "platform",
+    ]);
     assert.equal(map["rusage-utime"], "1.500000");
     assert.equal(map["rusage-stime"], "0.000007");
     assert.equal(map.uptime, "3");

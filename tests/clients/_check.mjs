@@ -6,7 +6,7 @@
 // failure or unexpected error prints "<client>: FAIL at <step>: <detail>" and
 // exits 1; success prints "<client>: ok (<n> checks)" and exits 0.
 
-import { isDeepStrictEqual, inspect } from "node:util";
+import { inspect, isDeepStrictEqual } from "node:util";
 
 /** Fails the script with a message naming the step. */
 export class Mismatch extends Error {}
@@ -100,15 +100,37 @@ export const STATS_KEYS = [
 
 /** Keys that `stats-job` must report. */
 export const STATS_JOB_KEYS = [
-  "id", "tube", "state", "pri", "age", "delay", "ttr", "time-left", "file",
-  "reserves", "timeouts", "releases", "buries", "kicks",
+  "id",
+  "tube",
+  "state",
+  "pri",
+  "age",
+  "delay",
+  "ttr",
+  "time-left",
+  "file",
+  "reserves",
+  "timeouts",
+  "releases",
+  "buries",
+  "kicks",
 ];
 
 /** Keys that `stats-tube` must report. */
 export const STATS_TUBE_KEYS = [
-  "name", "current-jobs-urgent", "current-jobs-ready", "current-jobs-reserved",
-  "current-jobs-delayed", "current-jobs-buried", "total-jobs", "current-using",
-  "current-watching", "current-waiting", "cmd-delete", "cmd-pause-tube", "pause",
+  "name",
+  "current-jobs-urgent",
+  "current-jobs-ready",
+  "current-jobs-reserved",
+  "current-jobs-delayed",
+  "current-jobs-buried",
+  "total-jobs",
+  "current-using",
+  "current-watching",
+  "current-waiting",
+  "cmd-delete",
+  "cmd-pause-tube",
+  "pause",
   "pause-time-left",
 ];
 

@@ -16,11 +16,7 @@ export const DENO = bin("deno");
 export const BUN = bin("bun");
 
 /** Which runtime is running this test file. */
-export const RUNTIME: "deno" | "bun" | "node" = "Deno" in globalThis
-  ? "deno"
-  : "Bun" in globalThis
-  ? "bun"
-  : "node";
+export const RUNTIME: "deno" | "bun" | "node" = "Deno" in globalThis ? "deno" : "Bun" in globalThis ? "bun" : "node";
 
 /** Find an executable on PATH (or an absolute path), or undefined. */
 export function which(name: string): string | undefined {

@@ -1,6 +1,6 @@
 // Servers the wire-level suites run against. Each target starts a fresh server on a
 // port the test picks (127.0.0.1 only) and stops it afterwards.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -190,13 +190,17 @@ export const binary: Target = {
  */
 export const denoBinary: Target = {
   name: "deno compile binary",
-  unavailable: () => (process.env.DENORT_BIN && existsSync(process.env.DENORT_BIN) ? undefined : "DENORT_BIN is not set"),
+  unavailable:
+    () => (process.env.DENORT_BIN && existsSync(process.env.DENORT_BIN) ? undefined : "DENORT_BIN is not set"),
   async start(flags) {
     const { mkdtempSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const out = join(mkdtempSync(join(tmpdir(), "tubeway-denobin-")), "tubeway");
     await new Promise<void>((resolve, reject) => {
-      const p = spawn(DENO, ["compile", "--allow-all", "--output", out, join(ROOT, "server.ts")], { cwd: ROOT, stdio: "ignore" });
+      const p = spawn(DENO, ["compile", "--allow-all", "--output", out, join(ROOT, "server.ts")], {
+        cwd: ROOT,
+        stdio: "ignore",
+      });
       p.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`deno compile failed (${code})`))));
     });
     return startProcess([out], flags);
@@ -204,4 +208,10 @@ export const denoBinary: Target = {
 };
 
 /** The targets the wire suite runs against (the deno-compiled binary where DENORT_BIN allows). */
-export const tubewayTargets: Target[] = [inProcess, denoServer, bunServer, binary, ...(denoBinary.unavailable() ? [] : [denoBinary])];
+export const tubewayTargets: Target[] = [
+  inProcess,
+  denoServer,
+  bunServer,
+  binary,
+  ...(denoBinary.unavailable() ? [] : [denoBinary]),
+];
