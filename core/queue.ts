@@ -3,10 +3,12 @@
 // the Wal interface, and the one timer lives with the caller (see tick()).
 import { Heap } from "./heap.ts";
 import { deadlineBefore, Job, readyBefore, timeSlot } from "./job.ts";
-import { Tube } from "./tube.ts";
+import type { Tube } from "./tube.ts";
 import { Client, type WaitEnd } from "./client.ts";
 import type { Clock } from "./clock.ts";
-import { Counters, type JobStats, type TubeStats } from "./stats.ts";
+import { Counters, type JobStats, jobStats, type TubeStats, tubeStats } from "./stats.ts";
+import { Tubes } from "./tubes.ts";
+import { Records } from "./records.ts";
 import { type JobRecord, type JobState, noWal, type Wal } from "./wal.ts";
 
 /** DEADLINE_SOON is due this long before a reservation's TTR ends. */
@@ -40,10 +42,8 @@ export class Queue {
   onDeadline: ((atMs: number) => void) | undefined;
 
   readonly #jobs = new Map<number, Job>();
-  readonly #tubes = new Map<string, Tube>();
-  /** Tubes in list-tubes order: appended on creation, swap-removed on deletion (as 1.12). */
-  readonly #tubeList: Tube[] = [];
-  readonly #default: Tube;
+  readonly #tubes = new Tubes();
+  readonly #records: Records;
   /** Every delayed job, for promotion; every reserved job, for TTR expiry. */
   readonly #delayed = new Heap<Job>(deadlineBefore, timeSlot);
   readonly #ttr = new Heap<Job>(deadlineBefore, timeSlot);
@@ -52,8 +52,6 @@ export class Queue {
   readonly #paused = new Set<Tube>();
   readonly #logging: boolean;
   #nextId = 1;
-  #wallOffset = 0;
-  #wallCheckedAt = -1;
   #armed = Infinity;
   #connections = 0;
   #producers = 0;
@@ -65,16 +63,16 @@ export class Queue {
     this.maxJobSize = opts.maxJobSize ?? 65535;
     this.wal = opts.wal ?? noWal(10485760);
     this.#logging = opts.wal !== undefined;
-    this.#default = this.#tube("default");
+    this.#records = new Records(opts.clock);
   }
 
   // ---- connections ----------------------------------------------------------------
 
   connect(onWake: (result: Job | WaitEnd) => void): Client {
-    const c = new Client(this.#default, onWake);
-    this.#default.using++;
-    c.watching.push(this.#default);
-    this.#default.watching++;
+    const c = new Client(this.#tubes.default, onWake);
+    this.#tubes.default.using++;
+    c.watching.push(this.#tubes.default);
+    this.#tubes.default.watching++;
     this.#connections++;
     this.counters.totalConnections++;
     return c;
@@ -136,7 +134,7 @@ export class Queue {
       j.state = "delayed";
       j.deadline = now + j.delayMs;
     }
-    if (this.#logging && !this.#logged(this.wal.put(this.#record(j, j.state)))) return "OUT_OF_MEMORY";
+    if (this.#logging && !this.#logged(this.wal.put(this.#records.of(j, j.state)))) return "OUT_OF_MEMORY";
     this.#jobs.set(id, j);
     tube.totalJobs++;
     this.counters.totalJobs++;
@@ -196,7 +194,7 @@ export class Queue {
   delete(c: Client, id: number): "DELETED" | Refusal {
     const j = this.#jobs.get(id);
     if (!j || (j.state === "reserved" && j.owner !== c)) return "NOT_FOUND";
-    if (this.#logging && !this.#logged(this.wal.update(this.#record(j, "deleted")))) return "INTERNAL_ERROR";
+    if (this.#logging && !this.#logged(this.wal.update(this.#records.of(j, "deleted")))) return "INTERNAL_ERROR";
     this.#unlink(j);
     this.#jobs.delete(id);
     j.tube.cmdDelete++;
@@ -210,10 +208,10 @@ export class Queue {
     const now = this.clock.now();
     const delayed = delaySec > 0;
     if (this.#logging) {
-      const rec = this.#record(j, delayed ? "delayed" : "ready");
+      const rec = this.#records.of(j, delayed ? "delayed" : "ready");
       rec.pri = pri;
       rec.delayMs = delaySec * 1000;
-      rec.deadlineAtMs = delayed ? this.#wall(now + delaySec * 1000) : 0;
+      rec.deadlineAtMs = delayed ? this.#records.wall(now + delaySec * 1000) : 0;
       rec.releases++;
       if (!this.#logged(this.wal.update(rec))) return "INTERNAL_ERROR";
     }
@@ -236,7 +234,7 @@ export class Queue {
     const j = this.#ownedBy(c, id);
     if (!j) return "NOT_FOUND";
     if (this.#logging) {
-      const rec = this.#record(j, "buried");
+      const rec = this.#records.of(j, "buried");
       rec.pri = pri;
       rec.buries++;
       if (!this.#logged(this.wal.update(rec))) return "INTERNAL_ERROR";
@@ -285,7 +283,7 @@ export class Queue {
 
   #kickOne(j: Job): boolean {
     if (this.#logging) {
-      const rec = this.#record(j, "ready");
+      const rec = this.#records.of(j, "ready");
       rec.kicks++;
       if (!this.#logged(this.wal.update(rec))) return false;
     }
@@ -314,7 +312,7 @@ export class Queue {
   // ---- tubes ----------------------------------------------------------------------
 
   use(c: Client, name: string): Tube {
-    const t = this.#tube(name);
+    const t = this.#tubes.obtain(name);
     if (t !== c.use) {
       const old = c.use;
       t.using++;
@@ -327,7 +325,7 @@ export class Queue {
 
   /** Returns the watch count. */
   watch(c: Client, name: string): number {
-    const t = this.#tube(name);
+    const t = this.#tubes.obtain(name);
     if (!c.watching.includes(t)) {
       c.watching.push(t);
       t.watching++;
@@ -367,11 +365,11 @@ export class Queue {
   }
 
   tubeNames(): string[] {
-    return this.#tubeList.map((t) => t.name);
+    return this.#tubes.all().map((t) => t.name);
   }
 
   hasTube(name: string): boolean {
-    return this.#tubes.has(name);
+    return this.#tubes.get(name) !== undefined;
   }
 
   // ---- time -----------------------------------------------------------------------
@@ -439,54 +437,18 @@ export class Queue {
 
   statsJob(id: number): JobStats | undefined {
     const j = this.#jobs.get(id);
-    if (!j) return undefined;
-    const now = this.clock.now();
-    const timed = j.state === "reserved" || j.state === "delayed";
-    return {
-      id: j.id,
-      tube: j.tube.name,
-      state: j.state,
-      pri: j.pri,
-      age: Math.trunc((now - j.createdAt) / 1000),
-      delay: Math.trunc(j.delayMs / 1000),
-      ttr: Math.trunc(j.ttrMs / 1000),
-      timeLeft: timed ? Math.trunc((j.deadline - now) / 1000) : 0,
-      file: this.wal.fileOf(j.id),
-      reserves: j.reserves,
-      timeouts: j.timeouts,
-      releases: j.releases,
-      buries: j.buries,
-      kicks: j.kicks,
-    };
+    return j && jobStats(j, this.clock.now(), this.wal.fileOf(id));
   }
 
   statsTube(name: string): TubeStats | undefined {
     const t = this.#tubes.get(name);
-    if (!t) return undefined;
-    const now = this.clock.now();
-    const paused = t.unpauseAt > now;
-    return {
-      name: t.name,
-      urgent: t.urgent,
-      ready: t.ready.size,
-      reserved: t.reserved,
-      delayed: t.delayed.size,
-      buried: t.buried.size,
-      totalJobs: t.totalJobs,
-      using: t.using,
-      watching: t.watching,
-      waiting: t.waiting,
-      cmdDelete: t.cmdDelete,
-      cmdPauseTube: t.cmdPauseTube,
-      pause: paused ? Math.trunc(t.pauseMs / 1000) : 0,
-      pauseTimeLeft: paused ? Math.trunc((t.unpauseAt - now) / 1000) : 0,
-    };
+    return t && tubeStats(t, this.clock.now());
   }
 
   /** The gauges of `stats`. */
   gauges() {
     let urgent = 0, ready = 0, reserved = 0, delayed = 0, buried = 0;
-    for (const t of this.#tubeList) {
+    for (const t of this.#tubes.all()) {
       urgent += t.urgent;
       ready += t.ready.size;
       reserved += t.reserved;
@@ -499,7 +461,7 @@ export class Queue {
       reserved,
       delayed,
       buried,
-      tubes: this.#tubeList.length,
+      tubes: this.#tubes.size,
       connections: this.#connections,
       producers: this.#producers,
       workers: this.#workers,
@@ -515,12 +477,11 @@ export class Queue {
    * Ids continue above maxId. Counters are not restored (as 1.12).
    */
   restore(records: Iterable<JobRecord>, maxId: number): void {
-    const now = this.clock.now();
     const wallNow = this.clock.wallMs();
     for (const r of records) {
       if (r.state === "deleted" || !r.body) continue;
-      const t = this.#tube(r.tube);
-      const j = new Job(r.id, t, r.pri, r.delayMs, r.ttrMs, r.body, now - (wallNow - r.createdAtMs));
+      const t = this.#tubes.obtain(r.tube);
+      const j = new Job(r.id, t, r.pri, r.delayMs, r.ttrMs, r.body, this.#records.mono(r.createdAtMs));
       j.reserves = r.reserves;
       j.timeouts = r.timeouts;
       j.releases = r.releases;
@@ -532,7 +493,7 @@ export class Queue {
         t.buried.push(j);
       } else if (r.state === "delayed" && r.deadlineAtMs > wallNow) {
         j.state = "delayed";
-        j.deadline = now + (r.deadlineAtMs - wallNow);
+        j.deadline = this.#records.mono(r.deadlineAtMs);
         this.#addDelayed(j);
       } else t.pushReady(j);
     }
@@ -542,33 +503,14 @@ export class Queue {
   /** The current state of a live job as a log record (for compaction); undefined if gone. */
   liveRecord(id: number): JobRecord | undefined {
     const j = this.#jobs.get(id);
-    return j ? this.#record(j, j.state) : undefined;
+    return j ? this.#records.of(j, j.state) : undefined;
   }
 
   // ---- internals ------------------------------------------------------------------
 
-  #tube(name: string): Tube {
-    let t = this.#tubes.get(name);
-    if (!t) {
-      t = new Tube(name);
-      this.#tubes.set(name, t);
-      t.listSlot = this.#tubeList.length;
-      this.#tubeList.push(t);
-    }
-    return t;
-  }
-
   /** Tubes live while anything refers to them; "default" always. A pause keeps nothing alive. */
   #dropIfUnused(t: Tube): void {
-    if (t === this.#default || !t.unreferenced) return;
-    this.#tubes.delete(t.name);
-    this.#paused.delete(t);
-    const last = this.#tubeList.pop()!;
-    if (last !== t) {
-      this.#tubeList[t.listSlot] = last;
-      last.listSlot = t.listSlot;
-    }
-    t.listSlot = -1;
+    if (this.#tubes.dropIfUnused(t)) this.#paused.delete(t);
   }
 
   #ownedBy(c: Client, id: number): Job | undefined {
@@ -685,38 +627,5 @@ export class Queue {
       this.#armed = atMs;
       this.onDeadline?.(atMs);
     }
-  }
-
-  /**
-   * Monotonic ms -> wall-clock ms, for the log. The offset between the two clocks is
-   * read at most once a second (reading both clocks per record showed in profiles);
-   * a wall-clock jump is picked up within that second.
-   */
-  #wall(monoMs: number): number {
-    const now = this.clock.now();
-    if (now - this.#wallCheckedAt >= 1000 || this.#wallCheckedAt < 0) {
-      this.#wallOffset = this.clock.wallMs() - now;
-      this.#wallCheckedAt = now;
-    }
-    return monoMs + this.#wallOffset;
-  }
-
-  #record(j: Job, state: JobState | "deleted"): JobRecord {
-    return {
-      id: j.id,
-      tube: j.tube.name,
-      pri: j.pri,
-      delayMs: j.delayMs,
-      ttrMs: j.ttrMs,
-      createdAtMs: this.#wall(j.createdAt),
-      deadlineAtMs: j.state === "delayed" ? this.#wall(j.deadline) : 0,
-      state,
-      reserves: j.reserves,
-      timeouts: j.timeouts,
-      releases: j.releases,
-      buries: j.buries,
-      kicks: j.kicks,
-      body: j.body,
-    };
   }
 }

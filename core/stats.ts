@@ -1,3 +1,6 @@
+import type { Job } from "./job.ts";
+import type { Tube } from "./tube.ts";
+
 // Counters behind `stats`. The visible cmd-* keys, in beanstalkd 1.12's wire order.
 export const CMD_KEYS = [
   "put",
@@ -75,4 +78,46 @@ export interface TubeStats {
   cmdPauseTube: number;
   pause: number;
   pauseTimeLeft: number;
+}
+
+/** stats-job for j at monotonic time now; `file` is the log file holding it (0 without -b). */
+export function jobStats(j: Job, now: number, file: number): JobStats {
+  const timed = j.state === "reserved" || j.state === "delayed";
+  return {
+    id: j.id,
+    tube: j.tube.name,
+    state: j.state,
+    pri: j.pri,
+    age: Math.trunc((now - j.createdAt) / 1000),
+    delay: Math.trunc(j.delayMs / 1000),
+    ttr: Math.trunc(j.ttrMs / 1000),
+    timeLeft: timed ? Math.trunc((j.deadline - now) / 1000) : 0,
+    file,
+    reserves: j.reserves,
+    timeouts: j.timeouts,
+    releases: j.releases,
+    buries: j.buries,
+    kicks: j.kicks,
+  };
+}
+
+/** stats-tube for t at monotonic time now; an expired pause shows as 0 until the tick clears it. */
+export function tubeStats(t: Tube, now: number): TubeStats {
+  const paused = t.unpauseAt > now;
+  return {
+    name: t.name,
+    urgent: t.urgent,
+    ready: t.ready.size,
+    reserved: t.reserved,
+    delayed: t.delayed.size,
+    buried: t.buried.size,
+    totalJobs: t.totalJobs,
+    using: t.using,
+    watching: t.watching,
+    waiting: t.waiting,
+    cmdDelete: t.cmdDelete,
+    cmdPauseTube: t.cmdPauseTube,
+    pause: paused ? Math.trunc(t.pauseMs / 1000) : 0,
+    pauseTimeLeft: paused ? Math.trunc((t.unpauseAt - now) / 1000) : 0,
+  };
 }
