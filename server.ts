@@ -4,7 +4,7 @@
 //   deno run --allow-net --allow-read --allow-write --allow-env --allow-sys server.ts -p 11300
 //   bun run server.ts -p 11300
 import process from "node:process";
-import { existsSync, lstatSync, unlinkSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, unlinkSync } from "node:fs";
 import { type Config, parseConfig, USAGE } from "./core/config.ts";
 import { VERSION } from "./core/version.ts";
 import { Service } from "./protocol/service.ts";
@@ -31,19 +31,26 @@ function prepareUnixPath(path: string): void {
   unlinkSync(path);
 }
 
-/** -u USER: switch group and user after binding, as 1.12 does (exit 32/33/34 on failure). */
+/** -u USER: the user's uid and primary gid, then setgid + setuid, as 1.12 does (exit 32/33/34 on failure). */
 function becomeUser(user: string): void {
-  const p = process as unknown as { setuid?: (id: string | number) => void; setgid?: (id: string | number) => void };
+  const p = process as unknown as { setuid?: (id: number) => void; setgid?: (id: number) => void };
   if (!p.setuid || !p.setgid) fail(`-u: this runtime cannot change user; run tubeway as ${user} instead`, 32);
+  let entry: string[] | undefined;
   try {
-    p.setgid(user);
+    entry = readFileSync("/etc/passwd", "utf8").split("\n").map((l) => l.split(":")).find((f) => f[0] === user);
+  } catch { /* no passwd file: reported below */ }
+  if (!entry || entry.length < 4) fail(`getpwnam("${user}"): no such user`, 32);
+  const uid = Number(entry[2]);
+  const gid = Number(entry[3]);
+  try {
+    p.setgid(gid);
   } catch (e) {
-    fail(`setgid(${user}): ${e}`, 33);
+    fail(`setgid(${gid}): ${e}`, 33);
   }
   try {
-    p.setuid(user);
+    p.setuid(uid);
   } catch (e) {
-    fail(`setuid(${user}): ${e}`, 34);
+    fail(`setuid(${uid}): ${e}`, 34);
   }
 }
 

@@ -7,7 +7,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME } from "./harness/paths.ts";
+import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "./harness/paths.ts";
+import { readFileSync } from "node:fs";
 import { startProcess } from "./harness/targets.ts";
 import { dial } from "./harness/wire.ts";
 
@@ -104,6 +105,29 @@ describe(`the executable (${RUNTIME})`, () => {
     const r = run("-l", `unix:${plain}`);
     assert.equal(r.code, 111);
     assert.match(r.err, /another file already exists in the given path/);
+  });
+
+  const root = process.getuid?.() === 0;
+  it("-u USER switches to the user's uid and primary gid after binding; an unknown user exits 32", {
+    skip: skipUnless(root, "switching user needs root"),
+  }, async () => {
+    const s = await startProcess(SERVER, ["-u", "nobody"]);
+    try {
+      const status = readFileSync(`/proc/${s.child!.pid}/status`, "utf8");
+      const nobody = readFileSync("/etc/passwd", "utf8").split("\n").map((l) => l.split(":")).find((f) =>
+        f[0] === "nobody"
+      )!;
+      assert.match(status, new RegExp(`^Uid:\\s+${nobody[2]}\\s`, "m"));
+      assert.match(status, new RegExp(`^Gid:\\s+${nobody[3]}\\s`, "m"));
+      const w = await dial(s.addr);
+      assert.equal(await w.put("as nobody"), "INSERTED 1\r\n");
+      w.close();
+    } finally {
+      await s.stop();
+    }
+    const r = run("-u", "no-such-user-here", "-l", "127.0.0.1", "-p", "0");
+    assert.equal(r.code, 32, r.err);
+    assert.match(r.err, /no such user/);
   });
 
   it("SIGTERM closes connections and exits 0; SIGUSR1 drains", async () => {
