@@ -9,7 +9,7 @@ import type { Clock } from "./clock.ts";
 import { Counters, type JobStats, jobStats, type TubeStats, tubeStats } from "./stats.ts";
 import { Tubes } from "./tubes.ts";
 import { Records } from "./records.ts";
-import { type JobRecord, type JobState, noWal, type Wal } from "./wal.ts";
+import { type JobRecord, noWal, type Wal } from "./wal.ts";
 
 /** DEADLINE_SOON is due this long before a reservation's TTR ends. */
 export const DEADLINE_SOON_MS = 1000;
