@@ -793,83 +793,29 @@ const spec = (
 const rdWarmup = () => Math.min(opts.warmup, 0.5);
 const rdPrefill = () => (Q ? 4000 : Math.min(2_000_000, Math.ceil((rdWarmup() + dur()) * 150_000)));
 
+/** A put workload: one closed-loop run of `clients` connections with `depth` puts in flight each. */
+function putWorkload(row: string, title: string, clients: number, depth: number, body: number): Workload {
+  const w: Workload = {
+    row,
+    title,
+    group: "load",
+    putsOnly: true,
+    run: async (ctx) => [
+      fromLoad(
+        base(ctx, w),
+        await runLoad(ctx.gens, ctx.server, spec(ctx.server.port, { kind: "put", clients, depth, body, tube: row })),
+        "puts/s",
+      ),
+    ],
+  };
+  return w;
+}
+
 const WORKLOADS: Workload[] = [
-  {
-    row: "put-1",
-    title: "put, 1 client, no pipelining, 100 B",
-    group: "load",
-    putsOnly: true,
-    run: async (
-      ctx,
-    ) => [
-      fromLoad(
-        base(ctx, WORKLOADS[0]!),
-        await runLoad(
-          ctx.gens,
-          ctx.server,
-          spec(ctx.server.port, { kind: "put", clients: 1, depth: 1, body: 100, tube: "put-1" }),
-        ),
-        "puts/s",
-      ),
-    ],
-  },
-  {
-    row: "put-50",
-    title: "put, 50 clients, no pipelining, 100 B",
-    group: "load",
-    putsOnly: true,
-    run: async (
-      ctx,
-    ) => [
-      fromLoad(
-        base(ctx, WORKLOADS[1]!),
-        await runLoad(
-          ctx.gens,
-          ctx.server,
-          spec(ctx.server.port, { kind: "put", clients: 50, depth: 1, body: 100, tube: "put-50" }),
-        ),
-        "puts/s",
-      ),
-    ],
-  },
-  {
-    row: "put-50x16",
-    title: "put, 50 clients × 16 in flight, 100 B",
-    group: "load",
-    putsOnly: true,
-    run: async (
-      ctx,
-    ) => [
-      fromLoad(
-        base(ctx, WORKLOADS[2]!),
-        await runLoad(
-          ctx.gens,
-          ctx.server,
-          spec(ctx.server.port, { kind: "put", clients: 50, depth: 16, body: 100, tube: "put-50x16" }),
-        ),
-        "puts/s",
-      ),
-    ],
-  },
-  {
-    row: "put-50x16-16k",
-    title: "put, 50 clients × 16 in flight, 16 KiB",
-    group: "load",
-    putsOnly: true,
-    run: async (
-      ctx,
-    ) => [
-      fromLoad(
-        base(ctx, WORKLOADS[3]!),
-        await runLoad(
-          ctx.gens,
-          ctx.server,
-          spec(ctx.server.port, { kind: "put", clients: 50, depth: 16, body: 16384, tube: "put-16k" }),
-        ),
-        "puts/s",
-      ),
-    ],
-  },
+  putWorkload("put-1", "put, 1 client, no pipelining, 100 B", 1, 1, 100),
+  putWorkload("put-50", "put, 50 clients, no pipelining, 100 B", 50, 1, 100),
+  putWorkload("put-50x16", "put, 50 clients × 16 in flight, 100 B", 50, 16, 100),
+  putWorkload("put-50x16-16k", "put, 50 clients × 16 in flight, 16 KiB", 50, 16, 16384),
   {
     row: "rd-50x16",
     title: "reserve+delete, pre-filled tube, 50 clients × 16 in flight",
