@@ -1,4 +1,4 @@
-// Serve one connection over web streams (what Deno.Conn exposes, and what any
+// Serve one connection over web streams (what a Deno connection exposes, and what any
 // in-memory pair of streams can provide). A byte stream is read with a BYOB reader
 // into one reused scratch buffer (no allocation per read); replies go to the writer.
 //
