@@ -13,7 +13,7 @@ import { Queue } from "./core/queue.ts";
 import { systemClock } from "./core/clock.ts";
 import { openBinlog, WalOpenError } from "./core/binlog.ts";
 import { nodeFiles } from "./core/files_node.ts";
-import type { Wal } from "./core/wal.ts";
+import { noWal, type Wal } from "./core/wal.ts";
 
 const PREFIX = "tubeway";
 
@@ -102,7 +102,8 @@ async function main(args: string[]): Promise<void> {
       throw e;
     }
   }
-  queue = new Queue({ clock: systemClock, maxJobSize: config.maxJobSize, ...(wal ? { wal } : {}) });
+  // Without -b nothing is logged, but stats still shows -s as binlog-max-size, as 1.12 does.
+  queue = new Queue({ clock: systemClock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize) });
   if (recovered) queue.restore(recovered.jobs, recovered.maxId);
   const svc = new Service({ queue, verbose: config.verbose });
   if ("path" in config.listen) prepareUnixPath(config.listen.path);

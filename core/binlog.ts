@@ -157,6 +157,7 @@ export function openBinlog(
 }
 
 export class Binlog implements Wal {
+  readonly logs = true;
   readonly durableAcks: boolean;
   #opts: BinlogOptions;
   #clock: Pick<Clock, "now">;

@@ -10,6 +10,7 @@ import { Counters, type JobStats, jobStats, type TubeStats, tubeStats } from "./
 import { Tubes } from "./tubes.ts";
 import { Records } from "./records.ts";
 import { type JobRecord, noWal, type Wal } from "./wal.ts";
+import { DEFAULT_BINLOG_SIZE } from "./config.ts";
 
 /** DEADLINE_SOON is due this long before a reservation's TTR ends. */
 export const DEADLINE_SOON_MS = 1000;
@@ -61,8 +62,8 @@ export class Queue {
   constructor(opts: QueueOptions) {
     this.clock = opts.clock;
     this.maxJobSize = opts.maxJobSize ?? 65535;
-    this.wal = opts.wal ?? noWal(10485760);
-    this.#logging = opts.wal !== undefined;
+    this.wal = opts.wal ?? noWal(DEFAULT_BINLOG_SIZE);
+    this.#logging = this.wal.logs;
     this.#records = new Records(opts.clock);
   }
 
@@ -134,7 +135,9 @@ export class Queue {
       j.state = "delayed";
       j.deadline = now + j.delayMs;
     }
-    if (this.#logging && !this.#logged(this.wal.put(this.#records.of(j, j.state)))) return "OUT_OF_MEMORY";
+    if (this.#logging && !this.#logged(this.wal.put(this.#records.of(j, j.state, now, true)), now)) {
+      return "OUT_OF_MEMORY";
+    }
     this.#jobs.set(id, j);
     tube.totalJobs++;
     this.counters.totalJobs++;
@@ -194,7 +197,10 @@ export class Queue {
   delete(c: Client, id: number): "DELETED" | Refusal {
     const j = this.#jobs.get(id);
     if (!j || (j.state === "reserved" && j.owner !== c)) return "NOT_FOUND";
-    if (this.#logging && !this.#logged(this.wal.update(this.#records.of(j, "deleted")))) return "INTERNAL_ERROR";
+    if (this.#logging) {
+      const now = this.clock.now();
+      if (!this.#logged(this.wal.update(this.#records.of(j, "deleted", now)), now)) return "INTERNAL_ERROR";
+    }
     this.#unlink(j);
     this.#jobs.delete(id);
     j.tube.cmdDelete++;
@@ -208,12 +214,12 @@ export class Queue {
     const now = this.clock.now();
     const delayed = delaySec > 0;
     if (this.#logging) {
-      const rec = this.#records.of(j, delayed ? "delayed" : "ready");
+      const rec = this.#records.of(j, delayed ? "delayed" : "ready", now);
       rec.pri = pri;
       rec.delayMs = delaySec * 1000;
-      rec.deadlineAtMs = delayed ? this.#records.wall(now + delaySec * 1000) : 0;
+      rec.deadlineAtMs = delayed ? this.#records.wall(now + delaySec * 1000, now) : 0;
       rec.releases++;
-      if (!this.#logged(this.wal.update(rec))) return "INTERNAL_ERROR";
+      if (!this.#logged(this.wal.update(rec), now)) return "INTERNAL_ERROR";
     }
     this.#unlink(j);
     j.pri = pri;
@@ -234,10 +240,11 @@ export class Queue {
     const j = this.#ownedBy(c, id);
     if (!j) return "NOT_FOUND";
     if (this.#logging) {
-      const rec = this.#records.of(j, "buried");
+      const now = this.clock.now();
+      const rec = this.#records.of(j, "buried", now);
       rec.pri = pri;
       rec.buries++;
-      if (!this.#logged(this.wal.update(rec))) return "INTERNAL_ERROR";
+      if (!this.#logged(this.wal.update(rec), now)) return "INTERNAL_ERROR";
     }
     this.#unlink(j);
     j.pri = pri;
@@ -283,9 +290,10 @@ export class Queue {
 
   #kickOne(j: Job): boolean {
     if (this.#logging) {
-      const rec = this.#records.of(j, "ready");
+      const now = this.clock.now();
+      const rec = this.#records.of(j, "ready", now);
       rec.kicks++;
-      if (!this.#logged(this.wal.update(rec))) return false;
+      if (!this.#logged(this.wal.update(rec), now)) return false;
     }
     this.#unlink(j);
     j.kicks++;
@@ -503,7 +511,7 @@ export class Queue {
   /** The current state of a live job as a log record (for compaction); undefined if gone. */
   liveRecord(id: number): JobRecord | undefined {
     const j = this.#jobs.get(id);
-    return j ? this.#records.of(j, j.state) : undefined;
+    return j ? this.#records.of(j, j.state, this.clock.now(), true) : undefined;
   }
 
   // ---- internals ------------------------------------------------------------------
@@ -613,9 +621,8 @@ export class Queue {
    * passed, as 1.12 does after every write) and make sure the timer comes back for a
    * quiet tail.
    */
-  #logged(ok: boolean): boolean {
+  #logged(ok: boolean, now: number): boolean {
     if (ok) {
-      const now = this.clock.now();
       const inMs = this.wal.tick(now);
       if (inMs !== undefined) this.#schedule(now + inMs);
     }

@@ -18,8 +18,7 @@ export class Records {
    * once a second (reading both per record showed in profiles); a wall-clock jump is
    * picked up within that second.
    */
-  wall(monoMs: number): number {
-    const now = this.#clock.now();
+  wall(monoMs: number, now: number = this.#clock.now()): number {
     if (now - this.#checkedAt >= 1000) {
       this.#wallOffset = this.#clock.wallMs() - now;
       this.#checkedAt = now;
@@ -32,23 +31,28 @@ export class Records {
     return wallMs - this.#clock.wallMs() + this.#clock.now();
   }
 
-  /** The job, in the given state, as a record (the body is a view, not a copy). */
-  of(j: Job, state: JobState | "deleted"): JobRecord {
-    return {
+  /**
+   * The job, in the given state, as a record at monotonic time `now`. The body (a
+   * view, not a copy) is attached only when asked for: only full records (a put, a
+   * compaction move) carry it.
+   */
+  of(j: Job, state: JobState | "deleted", now: number, withBody = false): JobRecord {
+    const rec: JobRecord = {
       id: j.id,
       tube: j.tube.name,
       pri: j.pri,
       delayMs: j.delayMs,
       ttrMs: j.ttrMs,
-      createdAtMs: this.wall(j.createdAt),
-      deadlineAtMs: j.state === "delayed" ? this.wall(j.deadline) : 0,
+      createdAtMs: this.wall(j.createdAt, now),
+      deadlineAtMs: j.state === "delayed" ? this.wall(j.deadline, now) : 0,
       state,
       reserves: j.reserves,
       timeouts: j.timeouts,
       releases: j.releases,
       buries: j.buries,
       kicks: j.kicks,
-      body: j.body,
     };
+    if (withBody) rec.body = j.body;
+    return rec;
   }
 }

@@ -82,6 +82,8 @@ export interface Wal {
    * undefined when nothing is pending.
    */
   tick(nowMs: number): number | undefined;
+  /** False for the log that writes nothing (noWal): the engine then builds no records at all. */
+  readonly logs: boolean;
   /** True when replies must wait for synced() (the durable-ack mode). */
   readonly durableAcks: boolean;
   /** Values for the stats keys binlog-*. */
@@ -102,6 +104,7 @@ export function noWal(maxSize: number): Wal {
     put: () => true,
     update: () => true,
     flush: () => true,
+    logs: false,
     fileOf: () => 0,
     synced: () => Promise.resolve(),
     tick: () => undefined,

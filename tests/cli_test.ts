@@ -75,6 +75,17 @@ describe(`the executable (${RUNTIME})`, () => {
     }
   });
 
+  it("-s shows in stats as binlog-max-size even without -b, as in 1.12", async () => {
+    const s = await startProcess(SERVER, ["-s", "4096"]);
+    try {
+      const w = await dial(s.addr);
+      assert.match(await w.cmd("stats"), /\nbinlog-max-size: 4096\n/);
+      w.close();
+    } finally {
+      await s.stop();
+    }
+  });
+
   it("a port in use exits 111 with a message", async () => {
     const blocker = createServer();
     await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
