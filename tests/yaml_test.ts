@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { listYaml, quote, statsJobYaml, statsTubeYaml, statsYaml } from "../protocol/yaml.ts";
 import { ManualClock } from "../core/clock.ts";
 import { Queue } from "../core/queue.ts";
+import { STATS_KEYS, TUBE_KEYS } from "./harness/stats_keys.ts";
 
 describe("YAML output", () => {
   it("lists names raw", () => {
@@ -44,22 +45,7 @@ describe("YAML output", () => {
   it("stats-tube has 14 keys in wire order", () => {
     const q = new Queue({ clock: new ManualClock() });
     const keys = statsTubeYaml(q.statsTube("default")!).split("\n").slice(1, -1).map((l) => l.split(":")[0]);
-    assert.deepEqual(keys, [
-      "name",
-      "current-jobs-urgent",
-      "current-jobs-ready",
-      "current-jobs-reserved",
-      "current-jobs-delayed",
-      "current-jobs-buried",
-      "total-jobs",
-      "current-using",
-      "current-watching",
-      "current-waiting",
-      "cmd-delete",
-      "cmd-pause-tube",
-      "pause",
-      "pause-time-left",
-    ]);
+    assert.deepEqual(keys, [...TUBE_KEYS]);
   });
 
   it("stats has 51 keys in 1.12's wire order with real values", () => {
@@ -76,6 +62,7 @@ describe("YAML output", () => {
     const y = statsYaml(q, { host, id: "0123456789abcdef", version: "1.12", startedAt: 1000 });
     const lines = y.split("\n").slice(1, -1);
     assert.equal(lines.length, 51);
+    assert.deepEqual(lines.map((l) => l.slice(0, l.indexOf(":"))), [...STATS_KEYS]);
     const map = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 2)]));
     assert.deepEqual(Object.keys(map).slice(0, 6), [
       "current-jobs-urgent",
