@@ -60,11 +60,6 @@ export class Parser {
     return this.w - this.r;
   }
 
-  /** True while a put body or a swallowed body is still arriving. */
-  get inBody(): boolean {
-    return this.#mode === MODE_BODY || this.#mode === MODE_SKIP;
-  }
-
   /** Copy received bytes in (the buffer grows only while a line or unprocessed commands need it). */
   push(chunk: Uint8Array): void {
     if (this.r === this.w) this.r = this.w = this.#scan = 0;
