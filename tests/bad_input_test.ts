@@ -464,6 +464,13 @@ function badInputSuite(target: Target, scope: Scope): void {
 
     kase("a half-sent body, then disconnect: no job is created", {}, async (w, other) => {
       const t = tubeName("half");
+      // Earlier cases close their connections without waiting for the server to notice;
+      // let those closes land first, so the count below starts from just `other` and `w`.
+      await eventually(
+        "only this case's two connections are open",
+        async () => (await stats(other)).num("current-connections"),
+        (n) => n === 2,
+      );
       const s0 = await stats(other);
       await w.cmd(`use ${t}`);
       w.send("put 0 0 60 100\r\n" + "h".repeat(50));
