@@ -4,9 +4,9 @@
  * Run the whole server in-process on this runtime's sockets:
  *
  * ```ts
- * import { listen, Service } from "./mod.ts";
+ * import { hostInfo, listen, Service } from "./mod.ts";
  *
- * const svc = new Service();
+ * const svc = new Service({ host: hostInfo() });
  * const server = await listen(svc, { host: "127.0.0.1", port: 0 });
  * console.log("listening on", server.address);
  * server.close();
@@ -45,3 +45,4 @@ export { serveStreams, type StreamPair } from "./protocol/streams.ts";
 /** Serve one connection over a pair of web streams (an alias of serveStreams). */
 export { serveStreams as serveConnection } from "./protocol/streams.ts";
 export { listen, type ListenAddress, type Listening } from "./adapters/listen.ts";
+export { hostInfo } from "./adapters/host_node.ts";

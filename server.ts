@@ -11,8 +11,9 @@ import { Service } from "./protocol/service.ts";
 import { listen } from "./adapters/listen.ts";
 import { Queue } from "./core/queue.ts";
 import { systemClock } from "./core/clock.ts";
-import { openBinlog, WalOpenError } from "./core/binlog.ts";
-import { nodeFiles } from "./core/files_node.ts";
+import { openBinlog, WalOpenError } from "./core/binlog/binlog.ts";
+import { nodeFiles } from "./adapters/files_node.ts";
+import { hostInfo } from "./adapters/host_node.ts";
 import { noWal, type Wal } from "./core/wal.ts";
 
 const PREFIX = "tubeway";
@@ -105,7 +106,7 @@ async function main(args: string[]): Promise<void> {
   // Without -b nothing is logged, but stats still shows -s as binlog-max-size, as 1.12 does.
   queue = new Queue({ clock: systemClock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize) });
   if (recovered) queue.restore(recovered.jobs, recovered.maxId);
-  const svc = new Service({ queue, verbose: config.verbose });
+  const svc = new Service({ queue, verbose: config.verbose, host: hostInfo() });
   if ("path" in config.listen) prepareUnixPath(config.listen.path);
   let listening: Awaited<ReturnType<typeof listen>> | undefined;
   let stopping = false;

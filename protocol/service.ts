@@ -5,7 +5,7 @@ import type { Clock } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { Wal } from "../core/wal.ts";
 import { Connection, type Transport } from "./connection.ts";
-import { type HostInfo, hostInfo, randomId } from "./host.ts";
+import { type HostInfo, randomId, UNKNOWN_HOST } from "./host.ts";
 import type { ServerFacts } from "./yaml.ts";
 import { BodyArena } from "./arena.ts";
 
@@ -25,6 +25,7 @@ export interface ServiceOptions {
   /** Where log lines go (default: console.log / console.error). */
   log?: (line: string) => void;
   error?: (line: string) => void;
+  /** Facts for `stats` (pid, hostname, ...): adapters/host_node.ts hostInfo() reads the real ones. Default: UNKNOWN_HOST. */
   host?: HostInfo;
   /** An existing queue to serve (e.g. one restored from the binlog). */
   queue?: Queue;
@@ -51,7 +52,7 @@ export class Service {
       ...(opts.maxJobSize !== undefined ? { maxJobSize: opts.maxJobSize } : {}),
       ...(opts.wal ? { wal: opts.wal } : {}),
     });
-    this.facts = { host: opts.host ?? hostInfo(), id: randomId(), version: PROTOCOL_VERSION, startedAt: clock.now() };
+    this.facts = { host: opts.host ?? UNKNOWN_HOST, id: randomId(), version: PROTOCOL_VERSION, startedAt: clock.now() };
     this.verbose = opts.verbose ?? 0;
     this.log = opts.log ?? ((l) => console.log(l));
     this.error = opts.error ?? ((l) => console.error(l));

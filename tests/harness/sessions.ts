@@ -1,4 +1,4 @@
-// Scripted sessions for the differential suite (tests/differential_test.ts).
+// Scripted sessions for the differential suite (tests/system/differential_test.ts).
 //
 // Each session is plain data: a list of steps played, byte for byte, against a fresh
 // beanstalkd 1.12 and a fresh tubeway. Every reply is recorded; the two transcripts
