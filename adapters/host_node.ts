@@ -14,7 +14,17 @@ function safe(f: () => string, fallback: string): string {
   }
 }
 
-/** This process and machine, as beanstalkd 1.12's `stats` reports them. */
+/**
+ * This process and machine, as beanstalkd 1.12's `stats` reports them.
+ *
+ * @example
+ * ```ts
+ * import { hostInfo, Service } from "../mod.ts";
+ *
+ * const svc = new Service({ host: hostInfo() }); // stats shows the real pid, hostname, os
+ * svc.close();
+ * ```
+ */
 export function hostInfo(): HostInfo {
   return {
     pid: process.pid,

@@ -2,8 +2,11 @@
 // in adapters/host_node.ts and comes in through ServiceOptions.host; this file holds
 // only the shape and what needs no OS.
 
+/** Facts about this process and machine, as `stats` shows them. */
 export interface HostInfo {
+  /** Process id. */
   pid: number;
+  /** The machine's name (uname nodename). */
   hostname: string;
   /** uname version string, as 1.12's `os` key shows. */
   os: string;

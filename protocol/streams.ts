@@ -12,14 +12,34 @@ import type { Connection } from "./connection.ts";
 const MIN_READ = 1024;
 const MAX_READ = 64 * 1024;
 
+/** One connection as web streams: bytes from the client, and where replies go. */
 export interface StreamPair {
+  /** Bytes from the client; the connection ends when this ends. */
   readable: ReadableStream<Uint8Array>;
+  /** Where replies are written. */
   writable: WritableStream<Uint8Array>;
   /** Close the underlying socket (both directions). Defaults to closing the writer. */
   close?: () => void;
 }
 
-/** Serve a connection until it closes. Resolves when it has. */
+/**
+ * Serve one connection until it closes; resolves when it has. A byte stream is read
+ * with a BYOB reader into a reused buffer; a default stream works too.
+ *
+ * @example
+ * ```ts
+ * import { serveStreams, Service } from "../mod.ts";
+ *
+ * const svc = new Service();
+ * const chunks: Uint8Array[] = [];
+ * await serveStreams(svc, {
+ *   readable: new Blob(["use jobs\r\n"]).stream(),
+ *   writable: new WritableStream({ write: (c) => void chunks.push(c) }),
+ * });
+ * console.log(new TextDecoder().decode(chunks[0])); // "USING jobs\r\n"
+ * svc.close();
+ * ```
+ */
 export async function serveStreams(svc: Service, io: StreamPair): Promise<void> {
   const writer = io.writable.getWriter();
   let shut = false;

@@ -2,7 +2,7 @@
 // serveConnection), with a byte stream (read with a BYOB reader) and a default one.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { serveConnection, Service } from "../../mod.ts";
+import { serveStreams, Service } from "../../mod.ts";
 
 const enc = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0));
 const dec = (chunks: Uint8Array[]) => chunks.map((c) => String.fromCharCode(...c)).join("");
@@ -28,7 +28,7 @@ async function session(kind: "bytes" | "default", pieces: string[]): Promise<str
       },
     });
   const writable = new WritableStream<Uint8Array>({ write: (chunk) => void out.push(chunk.slice()) });
-  await serveConnection(svc, { readable, writable });
+  await serveStreams(svc, { readable, writable });
   svc.close();
   return dec(out);
 }
