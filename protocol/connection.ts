@@ -1,6 +1,7 @@
 // One client connection: parser -> command -> queue -> reply, with back-pressure.
-// Runtime-neutral: an adapter feeds bytes in (parser.push(), then
-// received()), tells us about EOF and disconnects, and gives us a Transport to write to.
+// Runtime-neutral: every adapter speaks to it through three calls, push(chunk) for bytes,
+// eof() for a half-close and abort() for a dead socket, and gives it a Transport to write
+// to. The parser is the connection's own: nothing outside reads its state.
 //
 // Flow control, both ways: while replies are being written and more than OUT_HIGH bytes
 // wait behind them, or while the client waits in reserve, or while replies wait for the
@@ -8,13 +9,14 @@
 // so the adapter stops reading. A client that pipelines and never reads stalls on its
 // own TCP window; server memory per connection stays bounded.
 import { BODY, LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "./parser.ts";
-import { Command, OP, parseCommand } from "./command.ts";
+import { Command, COUNTER_OF, OP, parseCommand } from "./command.ts";
 import { Output, R } from "./reply.ts";
 import { listYaml, statsJobYaml, statsTubeYaml, statsYaml } from "./yaml.ts";
 import type { Service } from "./service.ts";
 import type { Client, WaitEnd } from "../core/client.ts";
 import type { Job } from "../core/job.ts";
-import { CMD } from "../core/stats.ts";
+import type { Refusal } from "../core/queue.ts";
+import { assertNever } from "./never.ts";
 
 /** Where a connection's replies go. */
 export interface Transport {
@@ -38,13 +40,13 @@ const OUT_HIGH = 256 * 1024;
 const WAIT_READ_MAX = 64 * 1024;
 
 export class Connection {
-  readonly parser: Parser;
   /** Called when the connection wants input again after `wantsInput` was false. */
   onResume: (() => void) | undefined;
   /** Settles when the connection has closed. */
   readonly done: Promise<void>;
 
   readonly #svc: Service;
+  readonly #parser: Parser;
   readonly #client: Client;
   readonly #transport: Transport;
   readonly #out = new Output();
@@ -66,7 +68,7 @@ export class Connection {
 
   constructor(svc: Service, transport: Transport) {
     this.#svc = svc;
-    this.parser = new Parser(undefined, svc.bodies);
+    this.#parser = new Parser(undefined, svc.bodies);
     this.#transport = transport;
     this.#id = svc.nextConnectionId();
     this.#client = svc.queue.connect((r) => this.#wake(r));
@@ -85,7 +87,7 @@ export class Connection {
   /** Whether the adapter should read more now. */
   get wantsInput(): boolean {
     const want = !this.#closed && !this.#quit && !this.#eof &&
-      (this.#waiting ? !this.#syncing && this.parser.buffered < WAIT_READ_MAX : !this.#stalled);
+      (this.#waiting ? !this.#syncing && this.#parser.buffered < WAIT_READ_MAX : !this.#stalled);
     if (!want) this.#inputPaused = true;
     return want;
   }
@@ -94,8 +96,9 @@ export class Connection {
     return this.#waiting || this.#syncing || (this.#writing && this.#out.size >= OUT_HIGH);
   }
 
-  /** New bytes are in the parser: process them. */
-  received(): void {
+  /** Bytes from the client: take them in and process what is complete. */
+  push(chunk: Uint8Array): void {
+    this.#parser.push(chunk);
     this.#run();
   }
 
@@ -116,15 +119,27 @@ export class Connection {
 
   #run(): void {
     if (this.#closed) return;
-    const p = this.parser;
+    const p = this.#parser;
     while (!this.#stalled && !this.#quit) {
       const ev = p.next();
       if (ev === NEED_MORE) break;
       try {
-        if (ev === LINE) this.#dispatch(p.buf, p.lineStart, p.lineEnd);
-        else if (ev === BODY) this.#putBody(p.body);
-        else if (ev === OVERLONG) this.#out.bytes(R.BAD_FORMAT);
-        else if (ev === SKIPPED) this.#out.bytes(R.JOB_TOO_BIG);
+        switch (ev) {
+          case LINE:
+            this.#dispatch(p.buf, p.lineStart, p.lineEnd);
+            break;
+          case BODY:
+            this.#putBody(p.body);
+            break;
+          case OVERLONG:
+            this.#out.bytes(R.BAD_FORMAT);
+            break;
+          case SKIPPED:
+            this.#out.bytes(R.JOB_TOO_BIG);
+            break;
+          default:
+            assertNever(ev);
+        }
       } catch (e) {
         // Exceptions are bugs: answer INTERNAL_ERROR, log, keep serving.
         this.#svc.error(`internal error: ${e instanceof Error ? e.stack ?? e.message : e}`);
@@ -193,39 +208,38 @@ export class Connection {
     if (this.#svc.verbose > 1) {
       this.#svc.log(`<${this.#id} command ${String.fromCharCode(...buf.subarray(start, end))}`);
     }
-    switch (parseCommand(buf, start, end, cmd)) {
+    const op = parseCommand(buf, start, end, cmd);
+    // Counted once the line has parsed (beanstalkd's op_ct[type]++), before the command
+    // runs: a put is counted even when its body turns out too big, a pause-tube even
+    // when its name is then refused.
+    const counter = COUNTER_OF[op]!;
+    if (counter >= 0) counters.bump(counter);
+    switch (op) {
       case OP.BAD_FORMAT:
         return out.bytes(R.BAD_FORMAT);
       case OP.UNKNOWN_COMMAND:
         return out.bytes(R.UNKNOWN_COMMAND);
       case OP.PUT:
-        counters.bump(CMD.put);
         // JOB_TOO_BIG only after the body (and its CRLF) has been swallowed, and
         // before the trailing-garbage check, as 1.12 does.
-        if (cmd.n > q.maxJobSize) return this.parser.skip(cmd.n + 2);
+        if (cmd.n > q.maxJobSize) return this.#parser.skip(cmd.n + 2);
         if (cmd.trailing) return out.bytes(R.BAD_FORMAT);
         q.markProducer(c);
         this.#putPri = cmd.pri;
         this.#putDelay = cmd.delay;
         this.#putTtr = cmd.ttr;
-        return this.parser.expectBody(cmd.n + 2);
+        return this.#parser.expectBody(cmd.n + 2);
       case OP.PEEK:
-        counters.bump(CMD.peek);
         return this.#found(q.peek(cmd.id));
       case OP.PEEK_READY:
-        counters.bump(CMD["peek-ready"]);
         return this.#found(q.peekReady(c));
       case OP.PEEK_DELAYED:
-        counters.bump(CMD["peek-delayed"]);
         return this.#found(q.peekDelayed(c));
       case OP.PEEK_BURIED:
-        counters.bump(CMD["peek-buried"]);
         return this.#found(q.peekBuried(c));
       case OP.RESERVE:
-        counters.bump(CMD.reserve);
         return this.#reserve(Infinity);
       case OP.RESERVE_TIMEOUT:
-        counters.bump(CMD["reserve-with-timeout"]);
         // A negative timeout (1.12's strtol reading) waits forever, like reserve.
         return this.#reserve(cmd.n < 0 ? Infinity : cmd.n * 1000);
       case OP.RESERVE_JOB: {
@@ -233,16 +247,12 @@ export class Connection {
         return j ? out.job(R.RESERVED_, j.id, j.body) : out.bytes(R.NOT_FOUND);
       }
       case OP.DELETE:
-        counters.bump(CMD.delete);
         return this.#logResult(q.delete(c, cmd.id), "DELETED");
       case OP.RELEASE:
-        counters.bump(CMD.release);
         return this.#logResult(q.release(c, cmd.id, cmd.pri, cmd.delay), "RELEASED");
       case OP.BURY:
-        counters.bump(CMD.bury);
         return this.#logResult(q.bury(c, cmd.id, cmd.pri), "BURIED");
       case OP.KICK: {
-        counters.bump(CMD.kick);
         const n = q.kick(c, cmd.n);
         if (n === "INTERNAL_ERROR") return out.bytes(R.INTERNAL_ERROR);
         if (n > 0) this.#logged = true;
@@ -251,54 +261,44 @@ export class Connection {
       case OP.KICK_JOB:
         return this.#logResult(q.kickJob(cmd.id), "KICKED");
       case OP.TOUCH:
-        counters.bump(CMD.touch);
         return out.bytes(q.touch(c, cmd.id) ? R.TOUCHED : R.NOT_FOUND);
       case OP.STATS_JOB: {
-        counters.bump(CMD["stats-job"]);
         const s = q.statsJob(cmd.id);
         return s ? out.data(statsJobYaml(s)) : out.bytes(R.NOT_FOUND);
       }
       case OP.STATS_TUBE: {
-        counters.bump(CMD["stats-tube"]);
         const s = q.statsTube(cmd.tube);
         return s ? out.data(statsTubeYaml(s)) : out.bytes(R.NOT_FOUND);
       }
       case OP.STATS:
-        counters.bump(CMD.stats);
         return out.data(statsYaml(q, this.#svc.facts));
       case OP.USE:
-        counters.bump(CMD.use);
         q.use(c, cmd.tube);
         out.bytes(R.USING_);
         out.text(cmd.tube);
         return out.bytes(R.CRLF);
       case OP.WATCH:
-        counters.bump(CMD.watch);
         return out.line(R.WATCHING_, q.watch(c, cmd.tube));
       case OP.IGNORE: {
-        counters.bump(CMD.ignore);
         const n = q.ignore(c, cmd.tube);
         return n === "NOT_IGNORED" ? out.bytes(R.NOT_IGNORED) : out.line(R.WATCHING_, n);
       }
       case OP.LIST_TUBES_WATCHED:
-        counters.bump(CMD["list-tubes-watched"]);
         return out.data(listYaml(c.watching.map((t) => t.name)));
       case OP.LIST_TUBE_USED:
-        counters.bump(CMD["list-tube-used"]);
         out.bytes(R.USING_);
         out.text(c.use.name);
         return out.bytes(R.CRLF);
       case OP.LIST_TUBES:
-        counters.bump(CMD["list-tubes"]);
         return out.data(listYaml(q.tubeNames()));
       case OP.QUIT:
         this.#quit = true;
         return;
       case OP.PAUSE_TUBE:
-        // Counted once name and delay have parsed, even if the name is then invalid.
-        counters.bump(CMD["pause-tube"]);
         if (cmd.badName) return out.bytes(R.BAD_FORMAT);
         return out.bytes(q.pauseTube(cmd.tube, cmd.delay) ? R.PAUSED : R.NOT_FOUND);
+      default:
+        return assertNever(op);
     }
   }
 
@@ -320,9 +320,9 @@ export class Connection {
     this.#out.line(R.INSERTED_, r.id);
   }
 
-  #logResult(r: string, ok: "DELETED" | "RELEASED" | "BURIED" | "KICKED"): void {
+  #logResult<Ok extends "DELETED" | "RELEASED" | "BURIED" | "KICKED">(r: Ok | Refusal, ok: Ok): void {
     if (r === ok) this.#logged = true;
-    this.#out.bytes(R[r as keyof typeof R]);
+    this.#out.bytes(R[r]);
   }
 
   #found(j: Job | undefined): void {
@@ -389,7 +389,7 @@ export class Connection {
     this.#out.release(pieces);
     if (this.#out.size > 0) return this.#flush();
     if (this.#quit) return this.#close();
-    if (this.parser.buffered > 0 || this.#inputPaused) this.#continue();
+    if (this.#parser.buffered > 0 || this.#inputPaused) this.#continue();
   }
 
   #close(): void {

@@ -80,7 +80,7 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
       if (byob) {
         const { value, done } = await byob.read(scratch);
         if (done || !value) break;
-        conn.parser.push(value);
+        conn.push(value);
         full = value.length === value.buffer.byteLength && value.length >= MAX_READ;
         // The read transferred scratch's memory into value; take it back, and offer
         // more next time if this read filled it (up to MAX_READ).
@@ -90,9 +90,8 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
       } else {
         const { value, done } = await plain!.read();
         if (done || !value) break;
-        conn.parser.push(value);
+        conn.push(value);
       }
-      conn.received();
       // A read that filled the whole buffer means more is queued: let other
       // connections run before taking the next one, so a flood cannot starve them.
       if (full) await new Promise((r) => setTimeout(r, 0));

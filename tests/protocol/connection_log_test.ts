@@ -73,8 +73,7 @@ function setup(durableAcks: boolean) {
     return {
       conn,
       send(text: string) {
-        conn.parser.push(enc.encode(text));
-        conn.received();
+        conn.push(enc.encode(text));
       },
       holdNextWrite: () => (hold = true),
       finishWrite: () => held?.(),

@@ -23,8 +23,7 @@ function run(chunks: Uint8Array[], maxJobSize?: number): { out: string; closed: 
   const conn = svc.connect({ write: (p) => void (out += text(p)), close: () => void (closed = true) });
   for (const c of chunks) {
     if (conn.closed) break;
-    conn.parser.push(c);
-    conn.received();
+    conn.push(c);
   }
   const result = { out, closed };
   svc.close();
