@@ -2,9 +2,7 @@
 // Pure TypeScript, no I/O: time comes from the injected clock, the binlog sits behind
 // the Wal interface, and the one timer lives with the caller (see tick()).
 import { Heap } from "./heap.ts";
-import { deadlineBefore, Job, readyBefore, timeSlot } from "./job.ts";
-import type { Tube } from "./tube.ts";
-import { Client, type WaitEnd } from "./client.ts";
+import { Client, deadlineBefore, Job, readyBefore, timeSlot, type Tube, type WaitEnd } from "./model.ts";
 import type { Clock } from "./clock.ts";
 import { Counters, type JobStats, jobStats, type TubeStats, tubeStats } from "./stats.ts";
 import { Tubes } from "./tubes.ts";
@@ -587,7 +585,7 @@ export class Queue {
         }
       }
       if (!bt || !bj) return;
-      const c = bt.waitHead!.client;
+      const c = bt.waiters.head!.client;
       this.#endWait(c);
       bt.removeReady(bj);
       this.#reserveFor(c, bj, now);

@@ -11,8 +11,7 @@
 import { BODY, LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "./parser.ts";
 import { R } from "./reply.ts";
 import { type ConnectionContext, dispatch, putBody, reserved, Session } from "./dispatch.ts";
-import type { WaitEnd } from "../core/client.ts";
-import type { Job } from "../core/job.ts";
+import type { Job, WaitEnd } from "../core/model.ts";
 import { assertNever } from "./never.ts";
 
 /** Where a connection's replies go. */

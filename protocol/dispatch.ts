@@ -8,8 +8,7 @@ import { Output, R } from "./reply.ts";
 import { listYaml, type ServerFacts, statsJobYaml, statsTubeYaml, statsYaml } from "./yaml.ts";
 import { assertNever } from "./never.ts";
 import type { Queue, Refusal } from "../core/queue.ts";
-import type { Client, WaitEnd } from "../core/client.ts";
-import type { Job } from "../core/job.ts";
+import type { Client, Job, WaitEnd } from "../core/model.ts";
 
 /** What a connection needs from the server it belongs to (Service provides it). */
 export interface ConnectionContext {

@@ -3,8 +3,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../core/clock.ts";
 import { Queue } from "../../core/queue.ts";
-import type { Job } from "../../core/job.ts";
-import type { Client, WaitEnd } from "../../core/client.ts";
+import type { Client, Job, WaitEnd } from "../../core/model.ts";
 
 const body = (s: string) => new TextEncoder().encode(s + "\r\n");
 
