@@ -9,8 +9,9 @@ import { encodeIdsAt, encodeJobAt, fullRecordSize, IDS_RECORD_SIZE, SHORT_RECORD
 import { jobsInOrder, replay } from "./recover.ts";
 import { Ballast, WRITE_RESERVE } from "./ballast.ts";
 import { GroupCommit } from "./sync.ts";
-import { type LogFile, Segments } from "./segments.ts";
+import { Segments } from "./segments.ts";
 import { IdMark } from "./ids.ts";
+import { Homes, type JobInfo } from "./homes.ts";
 
 export interface BinlogOptions {
   dir: string;
@@ -34,25 +35,8 @@ export class WalOpenError extends Error {}
 /** Ids reserved per id record; a restart skips at most this many. */
 export const ID_BLOCK = 4096;
 
-interface JobInfo {
-  file: LogFile;
-  size: number;
-  state: JobState;
-  buryOrder: number;
-}
-
 /** Encode a record of the size given to #write into buf[at, ...) (`v` views all of buf). */
 type Encode = (salt: number, buf: Uint8Array, v: DataView, at: number) => void;
-
-/** A job whose newest full record moved to a newer file, while that record is pending. */
-interface Move {
-  id: number;
-  from: JobInfo;
-  to: JobInfo;
-  /** from.file's needSync/needStart before the move. */
-  needSync: number;
-  needStart: number;
-}
 
 /**
  * Open the log in opts.dir: lock it, replay it, start a new file. Throws
@@ -92,8 +76,7 @@ export class Binlog implements Wal {
   #live: LiveLookup;
   #unlock: () => void;
   #segs: Segments;
-  #jobs = new Map<number, JobInfo>();
-  #liveBytes = 0;
+  #homes: Homes;
   #idHigh: number;
   /** Highest id of any job put (or recovered): every id ever handed out is <= this. */
   #maxPutId: number;
@@ -109,8 +92,6 @@ export class Binlog implements Wal {
   #closed = false;
   #recordsWritten = 0;
   #recordsMigrated = 0;
-  /** Jobs moved (a newer full record written) by records still pending: undone if they are lost. */
-  #moves: Move[] = [];
   /** Pending records from put()/update(), all pending records, pending moved ones. */
   #pendingOwn = 0;
   #pendingRecords = 0;
@@ -139,14 +120,13 @@ export class Binlog implements Wal {
     this.#segs = new Segments(files, opts.dir, opts.log, syncing, r.files, r.maxSeq + 1);
     this.#ids = new IdMark(files, opts.dir, opts.log, syncing, r.idFiles, r.maxIdSeq + 1);
     this.#ids.record(this.#idHigh);
+    this.#homes = new Homes(this.#segs);
     for (const [id, j] of r.jobs) {
       const file = this.#segs.bySeq(j.file)!;
-      file.ids.add(id);
-      this.#liveBytes += j.fullSize;
-      this.#jobs.set(id, { file, size: j.fullSize, state: j.rec.state as JobState, buryOrder: j.buryOrder });
+      this.#homes.home(id, { file, size: j.fullSize, state: j.rec.state as JobState, buryOrder: j.buryOrder });
     }
     this.#ballast = new Ballast(files, joinPath(opts.dir, "ballast"), opts.log);
-    this.#ballast.ensure(this.#jobs.size);
+    this.#ballast.ensure(this.#homes.jobs.size);
     this.#segs.ballast = (n) => this.#ballast.release(n);
     this.#segs.onFlush = (ok) => this.#flushed(ok);
     this.#segs.rotate(this.#idHigh);
@@ -161,8 +141,8 @@ export class Binlog implements Wal {
       this.#opts.log(`binlog: job ${rec.id} has no body; not logged`);
       return false;
     }
-    const old = this.#jobs.get(rec.id);
-    if (!this.#ballast.ensure(this.#jobs.size + (old ? 0 : 1))) return false;
+    const old = this.#homes.jobs.get(rec.id);
+    if (!this.#ballast.ensure(this.#homes.jobs.size + (old ? 0 : 1))) return false;
     this.#maxPutId = Math.max(this.#maxPutId, rec.id);
     const newHigh = rec.id > this.#idHigh - ID_BLOCK / 2 ? rec.id + ID_BLOCK : 0;
     const size = fullRecordSize(rec);
@@ -180,8 +160,8 @@ export class Binlog implements Wal {
     }
     this.#buryOrder = Math.max(this.#buryOrder, order);
     const to: JobInfo = { file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order };
-    if (old) this.#move(rec.id, old, to);
-    else this.#home(rec.id, to);
+    if (old) this.#homes.move(rec.id, old, to);
+    else this.#homes.home(rec.id, to);
     this.#afterWrite(size);
     return true;
   }
@@ -206,11 +186,11 @@ export class Binlog implements Wal {
   /** `own`: from update() (a caller acknowledges it), not from compaction. */
   #update(rec: JobRecord, own: boolean): boolean {
     if (this.#closed) return false;
-    const j = this.#jobs.get(rec.id);
+    const j = this.#homes.jobs.get(rec.id);
     // No full record of this job is live in the log, so there is nothing to update.
     if (!j) return true;
     const del = rec.state === "deleted";
-    if (!del && !this.#ballast.ensure(this.#jobs.size)) return false;
+    if (!del && !this.#ballast.ensure(this.#homes.jobs.size)) return false;
     const order = rec.state !== "buried" ? 0 : j.state === "buried" ? j.buryOrder : this.#buryOrder + 1;
     if (
       !this.#write(SHORT_RECORD_SIZE, del, own, (salt, buf, v, at) => encodeJobAt(false, rec, order, salt, buf, v, at))
@@ -219,7 +199,7 @@ export class Binlog implements Wal {
     }
     this.#buryOrder = Math.max(this.#buryOrder, order);
     if (del) {
-      this.#unhome(rec.id, j);
+      this.#homes.unhome(rec.id, j);
     } else {
       j.state = rec.state as JobState;
       j.buryOrder = order;
@@ -229,7 +209,7 @@ export class Binlog implements Wal {
   }
 
   fileOf(id: number): number {
-    return this.#jobs.get(id)?.file.seq ?? 0;
+    return this.#homes.jobs.get(id)?.file.seq ?? 0;
   }
 
   synced(): Promise<void> {
@@ -265,7 +245,7 @@ export class Binlog implements Wal {
   usage(): { bytes: number; liveBytes: number; files: number; ballast: number } {
     return {
       bytes: this.#segs.bytes,
-      liveBytes: this.#liveBytes,
+      liveBytes: this.#homes.liveBytes,
       files: this.#segs.count,
       ballast: this.#ballast.size,
     };
@@ -335,7 +315,7 @@ export class Binlog implements Wal {
    */
   #flushed(ok: boolean): void {
     if (ok) {
-      if (this.#moves.length > 0) this.#moves = [];
+      this.#homes.keepMoves();
       const every = this.#opts.fsyncMs;
       if (every !== "never" && !this.#closed) {
         const now = this.#clock.now();
@@ -348,56 +328,9 @@ export class Binlog implements Wal {
       if (this.#pendingOwn > 0) this.#lost = true;
       this.#recordsWritten -= this.#pendingRecords;
       this.#recordsMigrated -= this.#pendingMigrated;
-      this.#undoMoves();
+      this.#homes.undoMoves();
     }
     this.#pendingOwn = this.#pendingRecords = this.#pendingMigrated = 0;
-  }
-
-  /**
-   * The records of these moves were lost: each job's newest full record on disk is
-   * still the one in its old file, so it goes back there (unless deleted since), and
-   * that file may not be removed for it. Newest first, so a job moved twice ends
-   * where it started.
-   */
-  #undoMoves(): void {
-    const moves = this.#moves;
-    this.#moves = [];
-    for (let i = moves.length - 1; i >= 0; i--) {
-      const m = moves[i]!;
-      const f = m.from.file;
-      f.needSync = m.needSync;
-      f.needStart = m.needStart;
-      if (this.#jobs.get(m.id) !== m.to) continue;
-      this.#unhome(m.id, m.to);
-      f.deadAt = undefined;
-      this.#home(m.id, m.from);
-    }
-  }
-
-  #home(id: number, j: JobInfo): void {
-    j.file.ids.add(id);
-    this.#liveBytes += j.size;
-    this.#jobs.set(id, j);
-  }
-
-  #unhome(id: number, j: JobInfo): void {
-    j.file.ids.delete(id);
-    this.#liveBytes -= j.size;
-    this.#jobs.delete(id);
-  }
-
-  /**
-   * A live job's new full record was just added: its old file waits for it to be
-   * durable, and the move is undone if the record is lost before it is written.
-   */
-  #move(id: number, from: JobInfo, to: JobInfo): void {
-    // (a record bigger than the write reserve is written already: nothing to undo)
-    if (this.#segs.pending > 0) {
-      this.#moves.push({ id, from, to, needSync: from.file.needSync, needStart: from.file.needStart });
-    }
-    this.#segs.left(from.file);
-    this.#unhome(id, from);
-    this.#home(id, to);
   }
 
   /** ids.N durably covers every id handed out (see the header: early removal). */
@@ -459,7 +392,7 @@ export class Binlog implements Wal {
 
   #wasteful(): boolean {
     const s = this.#segs;
-    return s.count >= 2 && s.bytes - s.pendingDead > 2 * this.#liveBytes + 2 * this.#opts.maxFileSize;
+    return s.count >= 2 && s.bytes - s.pendingDead > 2 * this.#homes.liveBytes + 2 * this.#opts.maxFileSize;
   }
 
   #compact(): void {
@@ -482,7 +415,7 @@ export class Binlog implements Wal {
 
   /** Rewrite a live job's full record, with its current state, into the current file. */
   #migrate(id: number): boolean {
-    const j = this.#jobs.get(id)!;
+    const j = this.#homes.jobs.get(id)!;
     let rec: JobRecord | undefined;
     try {
       rec = this.#live(id);
@@ -495,7 +428,7 @@ export class Binlog implements Wal {
       this.#opts.log(`binlog: job ${id} is in the log but not in the queue; logging its delete`);
       return this.#update({ ...GONE, id }, false);
     }
-    if (!this.#ballast.ensure(this.#jobs.size)) return false;
+    if (!this.#ballast.ensure(this.#homes.jobs.size)) return false;
     const order = rec.state !== "buried" ? 0 : j.state === "buried" ? j.buryOrder : this.#buryOrder + 1;
     const size = fullRecordSize(rec);
     if (!this.#write(size, false, false, (salt, buf, v, at) => encodeJobAt(true, rec, order, salt, buf, v, at))) {
@@ -504,7 +437,7 @@ export class Binlog implements Wal {
     this.#buryOrder = Math.max(this.#buryOrder, order);
     this.#recordsMigrated++;
     if (this.#segs.pending > 0) this.#pendingMigrated++; // else already written (a big record)
-    this.#move(id, j, { file: this.#segs.current!, size, state: rec.state, buryOrder: order });
+    this.#homes.move(id, j, { file: this.#segs.current!, size, state: rec.state, buryOrder: order });
     return true;
   }
 
@@ -542,7 +475,7 @@ export class Binlog implements Wal {
     this.#segs.abandonUnsynced();
     if (!this.#segs.rotate(this.#idHigh)) return false;
     const first = this.#segs.current!.seq;
-    for (const [id, j] of [...this.#jobs]) {
+    for (const [id, j] of [...this.#homes.jobs]) {
       if (j.file.seq < first && !this.#migrate(id)) return false;
     }
     if (!this.#segs.flush()) return false; // moves undone: the next round tries again
