@@ -7,13 +7,9 @@ import process from "node:process";
 import { existsSync, lstatSync, readFileSync, unlinkSync } from "node:fs";
 import { type Config, parseConfig, USAGE } from "./core/config.ts";
 import { VERSION } from "./core/version.ts";
-import { Service } from "./protocol/service.ts";
 import { listen } from "./adapters/listen.ts";
-import { Queue } from "./core/queue.ts";
-import { systemClock } from "./core/clock.ts";
-import { openBinlog, WalOpenError } from "./core/binlog.ts";
-import { nodeFiles } from "./core/files_node.ts";
-import { noWal, type Wal } from "./core/wal.ts";
+import { WalOpenError } from "./core/binlog/binlog.ts";
+import { type Opened, openService } from "./adapters/open.ts";
 
 const PREFIX = "tubeway";
 
@@ -78,34 +74,14 @@ async function main(args: string[]): Promise<void> {
   for (const w of config.warnings) console.error(`${PREFIX}: ${w}`);
 
   if (config.verbose > 0) console.log(`pid ${process.pid}`);
-  let queue: Queue | undefined = undefined; // assigned once the log has been read
-  let wal: Wal | undefined;
-  let recovered;
-  if (config.binlogDir !== undefined) {
-    try {
-      ({ wal, recovered } = openBinlog(
-        {
-          dir: config.binlogDir,
-          // -f 0: every reply of a logged command waits for its fsync (group commit).
-          fsyncMs: config.fsyncMs,
-          durableAcks: config.fsyncMs === 0,
-          maxFileSize: config.binlogSize,
-          maxJobSize: config.maxJobSize,
-          log: (m) => console.error(`${PREFIX}: ${m}`),
-        },
-        nodeFiles,
-        systemClock,
-        (id) => queue?.liveRecord(id),
-      ));
-    } catch (e) {
-      if (e instanceof WalOpenError) fail(e.message, 10);
-      throw e;
-    }
+  let opened: Opened;
+  try {
+    opened = openService(config, { logWal: (m) => console.error(`${PREFIX}: ${m}`) });
+  } catch (e) {
+    if (e instanceof WalOpenError) fail(e.message, 10);
+    throw e;
   }
-  // Without -b nothing is logged, but stats still shows -s as binlog-max-size, as 1.12 does.
-  queue = new Queue({ clock: systemClock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize) });
-  if (recovered) queue.restore(recovered.jobs, recovered.maxId);
-  const svc = new Service({ queue, verbose: config.verbose });
+  const svc = opened.service;
   if ("path" in config.listen) prepareUnixPath(config.listen.path);
   let listening: Awaited<ReturnType<typeof listen>> | undefined;
   let stopping = false;
@@ -114,8 +90,7 @@ async function main(args: string[]): Promise<void> {
     stopping = true;
     if (config.verbose > 0) console.log(`${signal}: shutting down`);
     listening?.close();
-    svc.close();
-    queue.wal.close();
+    opened.close();
     process.exit(0);
   };
   onSignal("SIGTERM", () => stop("SIGTERM"));
@@ -135,7 +110,9 @@ async function main(args: string[]): Promise<void> {
     console.log("path" in a ? `bind ${a.path}` : `bind ${a.host.includes(":") ? `[${a.host}]` : a.host}:${a.port}`);
   }
   if (config.user) becomeUser(config.user);
-  if (config.verbose > 0 && recovered) console.log(`binlog: ${recovered.jobs.length} jobs recovered`);
+  if (config.verbose > 0 && config.binlogDir !== undefined) {
+    console.log(`binlog: ${opened.recoveredJobs} jobs recovered`);
+  }
 }
 
 const args = "Deno" in globalThis ? Deno.args : process.argv.slice(2);

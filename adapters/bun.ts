@@ -81,8 +81,7 @@ export function listenBun(svc: Service, addr: ListenAddress): Listening {
     },
     data(sock, chunk) {
       const st = sock.data;
-      st.conn.parser.push(chunk);
-      st.conn.received();
+      st.conn.push(chunk);
       if (!st.conn.wantsInput && !st.paused && !st.conn.closed) {
         st.paused = true;
         sock.pause();

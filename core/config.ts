@@ -3,10 +3,13 @@
 // later flags override earlier ones); printing and exit codes belong to server.ts.
 import { parseArgs } from "node:util";
 
+/** A server configuration, as beanstalkd's flags describe it. */
 export interface Config {
   /** TCP host/port, or a UNIX socket path (from -l unix:PATH). */
   listen: { host: string; port: number } | { path: string };
+  /** -z BYTES: largest job body. */
   maxJobSize: number;
+  /** -V count. */
   verbose: number;
   /** -b DIR: binlog directory; undefined keeps everything in memory. */
   binlogDir: string | undefined;
@@ -20,6 +23,7 @@ export interface Config {
   warnings: string[];
 }
 
+/** What the flags asked for: run with a Config, print the version or help, or an error to print. */
 export type ParsedArgs =
   | { kind: "run"; config: Config }
   | { kind: "version" }
@@ -32,6 +36,7 @@ export const MAX_JOB_SIZE_LIMIT = 1073741824;
 export const DEFAULT_BINLOG_SIZE = 10485760;
 export const DEFAULT_FSYNC_MS = 50;
 
+/** The help text (-h), as beanstalkd prints it, with tubeway's name. */
 export const USAGE = `Use: tubeway [OPTIONS]
 
 Options:
@@ -76,6 +81,18 @@ function size(v: string): number | undefined {
   return /^[0-9]+$/.test(v) && Number(v) <= Number.MAX_SAFE_INTEGER ? Number(v) : undefined;
 }
 
+/**
+ * Parse beanstalkd's flags (combined like -VFVukr, attached values like -z10, later
+ * flags overriding earlier ones) into a Config; never prints or exits.
+ *
+ * @example
+ * ```ts
+ * import { parseConfig } from "../mod.ts";
+ *
+ * const parsed = parseConfig(["-l", "127.0.0.1", "-p", "11301", "-z", "1024"]);
+ * if (parsed.kind === "run") console.log(parsed.config.maxJobSize); // 1024
+ * ```
+ */
 export function parseConfig(args: readonly string[]): ParsedArgs {
   let tokens;
   try {

@@ -1,6 +1,6 @@
 // The file operations the binlog needs, and nothing more. core/ stays runtime-free:
-// files_node.ts implements this with node:fs (present in Deno and Bun alike), and
-// files_memory.ts keeps everything in memory for tests, with injectable faults.
+// adapters/files_node.ts implements this with node:fs (present in Deno and Bun alike), and
+// tests/harness/files_memory.ts keeps everything in memory for tests, with injectable faults.
 //
 // Failures are thrown as errors carrying a POSIX `code` ("ENOSPC", "EIO", ...), the
 // way node:fs reports them; use errorCode() to read it.
@@ -44,7 +44,7 @@ export interface Files {
   syncDir(dir: string): Promise<void>;
   /**
    * Take the exclusive lock on `dir` or throw an Error whose message says why and
-   * who holds it. See files_node.ts for how stale locks are recognised.
+   * who holds it. See adapters/files_node.ts for how stale locks are recognised.
    */
   lock(dir: string): DirLock;
 }

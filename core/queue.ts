@@ -2,14 +2,12 @@
 // Pure TypeScript, no I/O: time comes from the injected clock, the binlog sits behind
 // the Wal interface, and the one timer lives with the caller (see tick()).
 import { Heap } from "./heap.ts";
-import { deadlineBefore, Job, readyBefore, timeSlot } from "./job.ts";
-import type { Tube } from "./tube.ts";
-import { Client, type WaitEnd } from "./client.ts";
+import { Client, deadlineBefore, Job, readyBefore, timeSlot, type Tube, type WaitEnd } from "./model.ts";
 import type { Clock } from "./clock.ts";
 import { Counters, type JobStats, jobStats, type TubeStats, tubeStats } from "./stats.ts";
 import { Tubes } from "./tubes.ts";
 import { Records } from "./records.ts";
-import { type JobRecord, noWal, type Wal } from "./wal.ts";
+import { type JobRecord, type JobState, noWal, type Wal } from "./wal.ts";
 import { DEFAULT_BINLOG_SIZE } from "./config.ts";
 
 /** DEADLINE_SOON is due this long before a reservation's TTR ends. */
@@ -197,10 +195,7 @@ export class Queue {
   delete(c: Client, id: number): "DELETED" | Refusal {
     const j = this.#jobs.get(id);
     if (!j || (j.state === "reserved" && j.owner !== c)) return "NOT_FOUND";
-    if (this.#logging) {
-      const now = this.clock.now();
-      if (!this.#logged(this.wal.update(this.#records.of(j, "deleted", now)), now)) return "INTERNAL_ERROR";
-    }
+    if (this.#logging && !this.#logUpdate(j, "deleted", this.clock.now())) return "INTERNAL_ERROR";
     this.#unlink(j);
     this.#jobs.delete(id);
     j.tube.cmdDelete++;
@@ -213,14 +208,13 @@ export class Queue {
     if (!j) return "NOT_FOUND";
     const now = this.clock.now();
     const delayed = delaySec > 0;
-    if (this.#logging) {
-      const rec = this.#records.of(j, delayed ? "delayed" : "ready", now);
+    const logged = !this.#logging || this.#logUpdate(j, delayed ? "delayed" : "ready", now, (rec) => {
       rec.pri = pri;
       rec.delayMs = delaySec * 1000;
       rec.deadlineAtMs = delayed ? this.#records.wall(now + delaySec * 1000, now) : 0;
       rec.releases++;
-      if (!this.#logged(this.wal.update(rec), now)) return "INTERNAL_ERROR";
-    }
+    });
+    if (!logged) return "INTERNAL_ERROR";
     this.#unlink(j);
     j.pri = pri;
     j.delayMs = delaySec * 1000;
@@ -239,13 +233,11 @@ export class Queue {
   bury(c: Client, id: number, pri: number): "BURIED" | Refusal {
     const j = this.#ownedBy(c, id);
     if (!j) return "NOT_FOUND";
-    if (this.#logging) {
-      const now = this.clock.now();
-      const rec = this.#records.of(j, "buried", now);
+    const logged = !this.#logging || this.#logUpdate(j, "buried", this.clock.now(), (rec) => {
       rec.pri = pri;
       rec.buries++;
-      if (!this.#logged(this.wal.update(rec), now)) return "INTERNAL_ERROR";
-    }
+    });
+    if (!logged) return "INTERNAL_ERROR";
     this.#unlink(j);
     j.pri = pri;
     j.buries++;
@@ -289,12 +281,7 @@ export class Queue {
   }
 
   #kickOne(j: Job): boolean {
-    if (this.#logging) {
-      const now = this.clock.now();
-      const rec = this.#records.of(j, "ready", now);
-      rec.kicks++;
-      if (!this.#logged(this.wal.update(rec), now)) return false;
-    }
+    if (this.#logging && !this.#logUpdate(j, "ready", this.clock.now(), (rec) => rec.kicks++)) return false;
     this.#unlink(j);
     j.kicks++;
     j.tube.pushReady(j);
@@ -587,7 +574,7 @@ export class Queue {
         }
       }
       if (!bt || !bj) return;
-      const c = bt.waitHead!.client;
+      const c = bt.waiters.head!.client;
       this.#endWait(c);
       bt.removeReady(bj);
       this.#reserveFor(c, bj, now);
@@ -614,6 +601,17 @@ export class Queue {
     if (c.wakeSlot >= 0) this.#wakes.remove(c);
     c.wakeAt = c.waitUntil = Infinity;
     this.#waiting--;
+  }
+
+  /**
+   * Log a change of j before it is applied: its record in `state`, with the fields the
+   * command changes set by `change`. False when the log refused it (apply nothing).
+   * Callers check #logging first, so without -b no record and no closure is built.
+   */
+  #logUpdate(j: Job, state: JobState | "deleted", now: number, change?: (rec: JobRecord) => void): boolean {
+    const rec = this.#records.of(j, state, now);
+    change?.(rec);
+    return this.#logged(this.wal.update(rec), now);
   }
 
   /**

@@ -1,7 +1,7 @@
 // Jobs as the log sees them: plain JobRecords with wall-clock times (monotonic time
 // means nothing after a restart), and back.
 import type { Clock } from "./clock.ts";
-import type { Job } from "./job.ts";
+import type { Job } from "./model.ts";
 import type { JobRecord, JobState } from "./wal.ts";
 
 export class Records {

@@ -1,5 +1,4 @@
-import type { Job } from "./job.ts";
-import type { Tube } from "./tube.ts";
+import type { Job, Tube } from "./model.ts";
 
 // Counters behind `stats`. The visible cmd-* keys, in beanstalkd 1.12's wire order.
 export const CMD_KEYS = [

@@ -2,7 +2,7 @@
 // first referred to and removed as soon as nothing refers to them; "default" always
 // exists. The list is an unordered multiset as in 1.12: new tubes are appended and a
 // removed tube's slot takes the last one, which is the order list-tubes shows.
-import { Tube } from "./tube.ts";
+import { Tube } from "./model.ts";
 
 export class Tubes {
   readonly #byName = new Map<string, Tube>();

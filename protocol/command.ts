@@ -2,6 +2,8 @@
 // them (prefixes, in its order), arguments with small strict readers. Parsing writes
 // into one reusable Command, so a line costs no allocation unless it names a tube.
 
+import { CMD_KEYS } from "../core/stats.ts";
+
 export const OP = {
   BAD_FORMAT: 0,
   UNKNOWN_COMMAND: 1,
@@ -32,9 +34,12 @@ export const OP = {
   PAUSE_TUBE: 26,
 } as const;
 
+/** One opcode: a literal union, so a switch over it can be checked for completeness. */
+export type Op = (typeof OP)[keyof typeof OP];
+
 /** The parsed form of one line. Fields a verb does not use keep stale values. */
 export class Command {
-  op = 0;
+  op: Op = OP.BAD_FORMAT;
   /** Job id (u64; values above 2^53 lose precision but can never name a job). */
   id = 0;
   pri = 0;
@@ -50,7 +55,7 @@ export class Command {
 }
 
 /** [verb bytes, op, takes the rest of the line as arguments] in 1.12's matching order. */
-const VERBS: Array<[Uint8Array, number, boolean]> = ([
+const VERBS: Array<[Uint8Array, Op, boolean]> = ([
   ["put ", OP.PUT, true],
   ["peek ", OP.PEEK, true],
   ["peek-ready", OP.PEEK_READY, false],
@@ -76,7 +81,21 @@ const VERBS: Array<[Uint8Array, number, boolean]> = ([
   ["list-tubes", OP.LIST_TUBES, false],
   ["quit", OP.QUIT, true],
   ["pause-tube", OP.PAUSE_TUBE, true],
-] as Array<[string, number, boolean]>).map(([v, op, args]) => [ascii(v), op, args]);
+] as Array<[string, Op, boolean]>).map(([v, op, args]) => [ascii(v), op, args]);
+
+/**
+ * The stats cmd-* counter of each opcode (index into CMD_KEYS), or -1 for commands
+ * 1.12 does not count (reserve-job, kick-job, quit, errors): beanstalkd's
+ * op_ct[type]++, derived from the verb table so there is no second list to keep in step.
+ */
+export const COUNTER_OF: Int8Array = (() => {
+  const t = new Int8Array(Object.keys(OP).length).fill(-1);
+  for (const [verb, op] of VERBS) {
+    const name = String.fromCharCode(...verb).trimEnd();
+    t[op] = (CMD_KEYS as readonly string[]).indexOf(name);
+  }
+  return t;
+})();
 
 function ascii(s: string): Uint8Array {
   const b = new Uint8Array(s.length);
@@ -98,10 +117,10 @@ for (const ch of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 export const MAX_TUBE_NAME = 200;
 
 /** Parse buf[start, end) into cmd. Returns cmd.op. */
-export function parseCommand(buf: Uint8Array, start: number, end: number, cmd: Command): number {
+export function parseCommand(buf: Uint8Array, start: number, end: number, cmd: Command): Op {
   // 1.12 checks for a NUL (strlen != length) before it even looks at the verb.
   for (let i = start; i < end; i++) if (buf[i] === 0) return (cmd.op = OP.BAD_FORMAT);
-  let verb: [Uint8Array, number, boolean] | undefined;
+  let verb: [Uint8Array, Op, boolean] | undefined;
   const first = buf[start];
   for (const v of VERBS) {
     const lit = v[0];

@@ -1,6 +1,7 @@
 // One client connection: parser -> command -> queue -> reply, with back-pressure.
-// Runtime-neutral: an adapter feeds bytes in (parser.push(), then
-// received()), tells us about EOF and disconnects, and gives us a Transport to write to.
+// Runtime-neutral: every adapter speaks to it through three calls, push(chunk) for bytes,
+// eof() for a half-close and abort() for a dead socket, and gives it a Transport to write
+// to. The parser is the connection's own: nothing outside reads its state.
 //
 // Flow control, both ways: while replies are being written and more than OUT_HIGH bytes
 // wait behind them, or while the client waits in reserve, or while replies wait for the
@@ -8,13 +9,10 @@
 // so the adapter stops reading. A client that pipelines and never reads stalls on its
 // own TCP window; server memory per connection stays bounded.
 import { BODY, LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "./parser.ts";
-import { Command, OP, parseCommand } from "./command.ts";
-import { Output, R } from "./reply.ts";
-import { listYaml, statsJobYaml, statsTubeYaml, statsYaml } from "./yaml.ts";
-import type { Service } from "./service.ts";
-import type { Client, WaitEnd } from "../core/client.ts";
-import type { Job } from "../core/job.ts";
-import { CMD } from "../core/stats.ts";
+import { R } from "./reply.ts";
+import { type ConnectionContext, dispatch, putBody, reserved, Session } from "./dispatch.ts";
+import type { Job, WaitEnd } from "../core/model.ts";
+import { assertNever } from "./never.ts";
 
 /** Where a connection's replies go. */
 export interface Transport {
@@ -37,45 +35,43 @@ const OUT_HIGH = 256 * 1024;
  */
 const WAIT_READ_MAX = 64 * 1024;
 
+/** The server a connection belongs to: the commands' context, plus its bookkeeping of connections. */
+export interface ConnectionOwner extends ConnectionContext {
+  nextConnectionId(): number;
+  /** The connection has closed. */
+  forget(c: Connection): void;
+}
+
 export class Connection {
-  readonly parser: Parser;
   /** Called when the connection wants input again after `wantsInput` was false. */
   onResume: (() => void) | undefined;
   /** Settles when the connection has closed. */
   readonly done: Promise<void>;
 
-  readonly #svc: Service;
-  readonly #client: Client;
+  readonly #owner: ConnectionOwner;
+  readonly #parser: Parser;
+  /** What the commands share with this loop: client, output, flags (see dispatch.ts). */
+  readonly #s: Session;
   readonly #transport: Transport;
-  readonly #out = new Output();
-  readonly #cmd = new Command();
-  readonly #id: number;
   #resolveDone!: () => void;
-  #waiting = false;
   #writing = false;
   #syncing = false;
-  #logged = false;
-  #quit = false;
-  #eof = false;
   #closed = false;
   #inputPaused = false;
   #continueQueued = false;
-  #putPri = 0;
-  #putDelay = 0;
-  #putTtr = 0;
 
-  constructor(svc: Service, transport: Transport) {
-    this.#svc = svc;
-    this.parser = new Parser(undefined, svc.bodies);
+  constructor(owner: ConnectionOwner, transport: Transport) {
+    this.#owner = owner;
+    this.#parser = new Parser(undefined, owner.bodies);
     this.#transport = transport;
-    this.#id = svc.nextConnectionId();
-    this.#client = svc.queue.connect((r) => this.#wake(r));
+    const client = owner.queue.connect((r) => this.#wake(r));
+    this.#s = new Session(owner, this.#parser, client, owner.nextConnectionId());
     this.done = new Promise((resolve) => (this.#resolveDone = resolve));
   }
 
   /** A number for log lines (1.12 prints the fd). */
   get id(): number {
-    return this.#id;
+    return this.#s.id;
   }
 
   get closed(): boolean {
@@ -84,26 +80,27 @@ export class Connection {
 
   /** Whether the adapter should read more now. */
   get wantsInput(): boolean {
-    const want = !this.#closed && !this.#quit && !this.#eof &&
-      (this.#waiting ? !this.#syncing && this.parser.buffered < WAIT_READ_MAX : !this.#stalled);
+    const want = !this.#closed && !this.#s.quit && !this.#s.eof &&
+      (this.#s.waiting ? !this.#syncing && this.#parser.buffered < WAIT_READ_MAX : !this.#stalled);
     if (!want) this.#inputPaused = true;
     return want;
   }
 
   get #stalled(): boolean {
-    return this.#waiting || this.#syncing || (this.#writing && this.#out.size >= OUT_HIGH);
+    return this.#s.waiting || this.#syncing || (this.#writing && this.#s.out.size >= OUT_HIGH);
   }
 
-  /** New bytes are in the parser: process them. */
-  received(): void {
+  /** Bytes from the client: take them in and process what is complete. */
+  push(chunk: Uint8Array): void {
+    this.#parser.push(chunk);
     this.#run();
   }
 
   /** The peer closed its sending side. A waiting reserve answers TIMED_OUT (as 1.12). */
   eof(): void {
-    if (this.#closed || this.#eof) return;
-    this.#eof = true;
-    if (this.#waiting) this.#svc.queue.cancelWait(this.#client);
+    if (this.#closed || this.#s.eof) return;
+    this.#s.eof = true;
+    if (this.#s.waiting) this.#s.queue.cancelWait(this.#s.client);
     this.#run();
   }
 
@@ -116,25 +113,37 @@ export class Connection {
 
   #run(): void {
     if (this.#closed) return;
-    const p = this.parser;
-    while (!this.#stalled && !this.#quit) {
+    const p = this.#parser;
+    while (!this.#stalled && !this.#s.quit) {
       const ev = p.next();
       if (ev === NEED_MORE) break;
       try {
-        if (ev === LINE) this.#dispatch(p.buf, p.lineStart, p.lineEnd);
-        else if (ev === BODY) this.#putBody(p.body);
-        else if (ev === OVERLONG) this.#out.bytes(R.BAD_FORMAT);
-        else if (ev === SKIPPED) this.#out.bytes(R.JOB_TOO_BIG);
+        switch (ev) {
+          case LINE:
+            dispatch(this.#s, p.buf, p.lineStart, p.lineEnd);
+            break;
+          case BODY:
+            putBody(this.#s, p.body);
+            break;
+          case OVERLONG:
+            this.#s.out.bytes(R.BAD_FORMAT);
+            break;
+          case SKIPPED:
+            this.#s.out.bytes(R.JOB_TOO_BIG);
+            break;
+          default:
+            assertNever(ev);
+        }
       } catch (e) {
         // Exceptions are bugs: answer INTERNAL_ERROR, log, keep serving.
-        this.#svc.error(`internal error: ${e instanceof Error ? e.stack ?? e.message : e}`);
-        this.#out.bytes(R.INTERNAL_ERROR);
+        this.#owner.error(`internal error: ${e instanceof Error ? e.stack ?? e.message : e}`);
+        this.#s.out.bytes(R.INTERNAL_ERROR);
       }
     }
-    if (this.#eof && !this.#stalled) this.#quit = true;
-    if (this.#logged) {
-      this.#logged = false;
-      const wal = this.#svc.queue.wal;
+    if (this.#s.eof && !this.#stalled) this.#s.quit = true;
+    if (this.#s.logged) {
+      this.#s.logged = false;
+      const wal = this.#s.queue.wal;
       // The log batches: the records of this batch of commands are written now, with
       // one append, before any of its replies goes out. Only this connection's records
       // can be pending here: #run is synchronous, and nothing else logs between
@@ -145,7 +154,9 @@ export class Connection {
         // The client sees a disconnect, never a false acknowledgement. The batch's
         // changes are applied in memory but not on disk, which is acceptable because
         // none of them was acknowledged (they may vanish on a restart).
-        this.#svc.error(`binlog write failed: dropping connection ${this.#id} without replying to its last commands`);
+        this.#owner.error(
+          `binlog write failed: dropping connection ${this.#s.id} without replying to its last commands`,
+        );
         this.#close();
         return;
       }
@@ -160,7 +171,7 @@ export class Connection {
             this.#continue();
           },
           (e) => {
-            this.#svc.error(`binlog sync failed: ${e}`);
+            this.#owner.error(`binlog sync failed: ${e}`);
             this.#close();
           },
         );
@@ -184,171 +195,11 @@ export class Connection {
     });
   }
 
-  #dispatch(buf: Uint8Array, start: number, end: number): void {
-    const cmd = this.#cmd;
-    const q = this.#svc.queue;
-    const c = this.#client;
-    const out = this.#out;
-    const counters = q.counters;
-    if (this.#svc.verbose > 1) {
-      this.#svc.log(`<${this.#id} command ${String.fromCharCode(...buf.subarray(start, end))}`);
-    }
-    switch (parseCommand(buf, start, end, cmd)) {
-      case OP.BAD_FORMAT:
-        return out.bytes(R.BAD_FORMAT);
-      case OP.UNKNOWN_COMMAND:
-        return out.bytes(R.UNKNOWN_COMMAND);
-      case OP.PUT:
-        counters.bump(CMD.put);
-        // JOB_TOO_BIG only after the body (and its CRLF) has been swallowed, and
-        // before the trailing-garbage check, as 1.12 does.
-        if (cmd.n > q.maxJobSize) return this.parser.skip(cmd.n + 2);
-        if (cmd.trailing) return out.bytes(R.BAD_FORMAT);
-        q.markProducer(c);
-        this.#putPri = cmd.pri;
-        this.#putDelay = cmd.delay;
-        this.#putTtr = cmd.ttr;
-        return this.parser.expectBody(cmd.n + 2);
-      case OP.PEEK:
-        counters.bump(CMD.peek);
-        return this.#found(q.peek(cmd.id));
-      case OP.PEEK_READY:
-        counters.bump(CMD["peek-ready"]);
-        return this.#found(q.peekReady(c));
-      case OP.PEEK_DELAYED:
-        counters.bump(CMD["peek-delayed"]);
-        return this.#found(q.peekDelayed(c));
-      case OP.PEEK_BURIED:
-        counters.bump(CMD["peek-buried"]);
-        return this.#found(q.peekBuried(c));
-      case OP.RESERVE:
-        counters.bump(CMD.reserve);
-        return this.#reserve(Infinity);
-      case OP.RESERVE_TIMEOUT:
-        counters.bump(CMD["reserve-with-timeout"]);
-        // A negative timeout (1.12's strtol reading) waits forever, like reserve.
-        return this.#reserve(cmd.n < 0 ? Infinity : cmd.n * 1000);
-      case OP.RESERVE_JOB: {
-        const j = q.reserveJob(c, cmd.id);
-        return j ? out.job(R.RESERVED_, j.id, j.body) : out.bytes(R.NOT_FOUND);
-      }
-      case OP.DELETE:
-        counters.bump(CMD.delete);
-        return this.#logResult(q.delete(c, cmd.id), "DELETED");
-      case OP.RELEASE:
-        counters.bump(CMD.release);
-        return this.#logResult(q.release(c, cmd.id, cmd.pri, cmd.delay), "RELEASED");
-      case OP.BURY:
-        counters.bump(CMD.bury);
-        return this.#logResult(q.bury(c, cmd.id, cmd.pri), "BURIED");
-      case OP.KICK: {
-        counters.bump(CMD.kick);
-        const n = q.kick(c, cmd.n);
-        if (n === "INTERNAL_ERROR") return out.bytes(R.INTERNAL_ERROR);
-        if (n > 0) this.#logged = true;
-        return out.line(R.KICKED_, n);
-      }
-      case OP.KICK_JOB:
-        return this.#logResult(q.kickJob(cmd.id), "KICKED");
-      case OP.TOUCH:
-        counters.bump(CMD.touch);
-        return out.bytes(q.touch(c, cmd.id) ? R.TOUCHED : R.NOT_FOUND);
-      case OP.STATS_JOB: {
-        counters.bump(CMD["stats-job"]);
-        const s = q.statsJob(cmd.id);
-        return s ? out.data(statsJobYaml(s)) : out.bytes(R.NOT_FOUND);
-      }
-      case OP.STATS_TUBE: {
-        counters.bump(CMD["stats-tube"]);
-        const s = q.statsTube(cmd.tube);
-        return s ? out.data(statsTubeYaml(s)) : out.bytes(R.NOT_FOUND);
-      }
-      case OP.STATS:
-        counters.bump(CMD.stats);
-        return out.data(statsYaml(q, this.#svc.facts));
-      case OP.USE:
-        counters.bump(CMD.use);
-        q.use(c, cmd.tube);
-        out.bytes(R.USING_);
-        out.text(cmd.tube);
-        return out.bytes(R.CRLF);
-      case OP.WATCH:
-        counters.bump(CMD.watch);
-        return out.line(R.WATCHING_, q.watch(c, cmd.tube));
-      case OP.IGNORE: {
-        counters.bump(CMD.ignore);
-        const n = q.ignore(c, cmd.tube);
-        return n === "NOT_IGNORED" ? out.bytes(R.NOT_IGNORED) : out.line(R.WATCHING_, n);
-      }
-      case OP.LIST_TUBES_WATCHED:
-        counters.bump(CMD["list-tubes-watched"]);
-        return out.data(listYaml(c.watching.map((t) => t.name)));
-      case OP.LIST_TUBE_USED:
-        counters.bump(CMD["list-tube-used"]);
-        out.bytes(R.USING_);
-        out.text(c.use.name);
-        return out.bytes(R.CRLF);
-      case OP.LIST_TUBES:
-        counters.bump(CMD["list-tubes"]);
-        return out.data(listYaml(q.tubeNames()));
-      case OP.QUIT:
-        this.#quit = true;
-        return;
-      case OP.PAUSE_TUBE:
-        // Counted once name and delay have parsed, even if the name is then invalid.
-        counters.bump(CMD["pause-tube"]);
-        if (cmd.badName) return out.bytes(R.BAD_FORMAT);
-        return out.bytes(q.pauseTube(cmd.tube, cmd.delay) ? R.PAUSED : R.NOT_FOUND);
-    }
-  }
-
-  #putBody(body: Uint8Array): void {
-    const q = this.#svc.queue;
-    const n = body.length;
-    if (body[n - 2] !== 13 || body[n - 1] !== 10) {
-      // The job object existed in 1.12 by now, so its id is used up.
-      q.burnId();
-      return this.#out.bytes(R.EXPECTED_CRLF);
-    }
-    const r = q.put(this.#client, this.#putPri, this.#putDelay, this.#putTtr, body);
-    if (r === "DRAINING") {
-      this.#svc.error("server error: DRAINING");
-      return this.#out.bytes(R.DRAINING);
-    }
-    if (r === "OUT_OF_MEMORY") return this.#out.bytes(R.OUT_OF_MEMORY);
-    this.#logged = true;
-    this.#out.line(R.INSERTED_, r.id);
-  }
-
-  #logResult(r: string, ok: "DELETED" | "RELEASED" | "BURIED" | "KICKED"): void {
-    if (r === ok) this.#logged = true;
-    this.#out.bytes(R[r as keyof typeof R]);
-  }
-
-  #found(j: Job | undefined): void {
-    if (j) this.#out.job(R.FOUND_, j.id, j.body);
-    else this.#out.bytes(R.NOT_FOUND);
-  }
-
-  #reserve(timeoutMs: number): void {
-    const q = this.#svc.queue;
-    const r = q.reserve(this.#client, timeoutMs);
-    if (r !== null) return this.#reserved(r);
-    // A reserve read after the peer half-closed can never be answered by a job.
-    if (this.#eof) return q.cancelWait(this.#client);
-    this.#waiting = true;
-  }
-
-  #reserved(r: Job | WaitEnd): void {
-    if (typeof r === "string") this.#out.bytes(R[r]);
-    else this.#out.job(R.RESERVED_, r.id, r.body);
-  }
-
   /** The queue ended this client's wait (a job, a timeout, DEADLINE_SOON). */
   #wake(r: Job | WaitEnd): void {
-    this.#reserved(r);
-    if (this.#waiting) {
-      this.#waiting = false;
+    reserved(this.#s, r);
+    if (this.#s.waiting) {
+      this.#s.waiting = false;
       this.#continue();
     }
   }
@@ -359,11 +210,11 @@ export class Connection {
     // While the batch waits for its fsync (durable acks), nothing goes out, not even
     // when an earlier write completes: #out holds that batch's replies.
     if (this.#writing || this.#closed || this.#syncing) return;
-    if (this.#out.size === 0) {
-      if (this.#quit) this.#close();
+    if (this.#s.out.size === 0) {
+      if (this.#s.quit) this.#close();
       return;
     }
-    this.#write(this.#out.take(), 0);
+    this.#write(this.#s.out.take(), 0);
   }
 
   #write(pieces: Uint8Array[], from: number): void {
@@ -386,17 +237,17 @@ export class Connection {
         return;
       }
     }
-    this.#out.release(pieces);
-    if (this.#out.size > 0) return this.#flush();
-    if (this.#quit) return this.#close();
-    if (this.parser.buffered > 0 || this.#inputPaused) this.#continue();
+    this.#s.out.release(pieces);
+    if (this.#s.out.size > 0) return this.#flush();
+    if (this.#s.quit) return this.#close();
+    if (this.#parser.buffered > 0 || this.#inputPaused) this.#continue();
   }
 
   #close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#svc.queue.disconnect(this.#client);
-    this.#svc.forget(this);
+    this.#s.queue.disconnect(this.#s.client);
+    this.#owner.forget(this);
     try {
       this.#transport.close();
     } catch {

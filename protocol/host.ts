@@ -1,11 +1,12 @@
-// Facts about this process and machine for `stats`, read through node: built-ins that
-// Deno and Bun both provide (no runtime is named here).
-import * as os from "node:os";
-import process from "node:process";
-import { readFileSync } from "node:fs";
+// Facts about this process and machine for `stats`. Reading them is OS I/O, so it lives
+// in adapters/host_node.ts and comes in through ServiceOptions.host; this file holds
+// only the shape and what needs no OS.
 
+/** Facts about this process and machine, as `stats` shows them. */
 export interface HostInfo {
+  /** Process id. */
   pid: number;
+  /** The machine's name (uname nodename). */
   hostname: string;
   /** uname version string, as 1.12's `os` key shows. */
   os: string;
@@ -15,25 +16,14 @@ export interface HostInfo {
   cpu(): { user: number; system: number };
 }
 
-function safe(f: () => string, fallback: string): string {
-  try {
-    return f() || fallback;
-  } catch {
-    return fallback;
-  }
-}
-
-export function hostInfo(): HostInfo {
-  return {
-    pid: process.pid,
-    hostname: safe(() => os.hostname(), "localhost"),
-    // uname's version field ("#1 SMP ..."); os.version() gives that on Bun but the
-    // release on Deno, so read the kernel's own copy first.
-    os: safe(() => readFileSync("/proc/sys/kernel/version", "utf8").trim(), safe(() => os.version(), "unknown")),
-    platform: safe(() => os.machine(), "unknown"),
-    cpu: () => process.cpuUsage(),
-  };
-}
+/** Placeholder facts for a Service given none (e.g. over web streams, where there is no OS to ask). */
+export const UNKNOWN_HOST: HostInfo = {
+  pid: 0,
+  hostname: "localhost",
+  os: "unknown",
+  platform: "unknown",
+  cpu: () => ({ user: 0, system: 0 }),
+};
 
 /** 16 lowercase hex characters, random per process start (1.12 reads /dev/urandom). */
 export function randomId(): string {

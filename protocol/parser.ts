@@ -17,6 +17,9 @@ export const BODY = 3;
 /** The bytes asked for with skip() have all been swallowed. */
 export const SKIPPED = 4;
 
+/** What next() reports: a literal union, so a switch over it can be checked for completeness. */
+export type ParseEvent = typeof NEED_MORE | typeof LINE | typeof OVERLONG | typeof BODY | typeof SKIPPED;
+
 /** beanstalkd's line buffer, CRLF included: enough for the longest legal command. */
 export const LINE_MAX = 224;
 
@@ -86,7 +89,7 @@ export class Parser {
   }
 
   /** Advance; returns one of NEED_MORE, LINE, OVERLONG, BODY, SKIPPED. */
-  next(): number {
+  next(): ParseEvent {
     switch (this.#mode) {
       case MODE_LINE:
         return this.#line();
@@ -99,7 +102,7 @@ export class Parser {
     }
   }
 
-  #line(): number {
+  #line(): ParseEvent {
     const buf = this.buf;
     const w = this.w;
     const r = this.r;
@@ -137,7 +140,7 @@ export class Parser {
     return NEED_MORE;
   }
 
-  #discard(): number {
+  #discard(): ParseEvent {
     const buf = this.buf;
     const w = this.w;
     let i = this.r;
@@ -163,7 +166,7 @@ export class Parser {
     return NEED_MORE;
   }
 
-  #body(): number {
+  #body(): ParseEvent {
     const need = this.body.length - this.#bodyHave;
     const n = Math.min(need, this.w - this.r);
     if (n > 0) {
@@ -177,7 +180,7 @@ export class Parser {
     return BODY;
   }
 
-  #skip(): number {
+  #skip(): ParseEvent {
     const n = Math.min(this.#skipLeft, this.w - this.r);
     this.#skipLeft -= n;
     this.r += n;

@@ -5,7 +5,7 @@ import type { Clock } from "../core/clock.ts";
 import { systemClock } from "../core/clock.ts";
 import type { Wal } from "../core/wal.ts";
 import { Connection, type Transport } from "./connection.ts";
-import { type HostInfo, hostInfo, randomId } from "./host.ts";
+import { type HostInfo, randomId, UNKNOWN_HOST } from "./host.ts";
 import type { ServerFacts } from "./yaml.ts";
 import { BodyArena } from "./arena.ts";
 
@@ -15,35 +15,65 @@ export const PROTOCOL_VERSION = "1.12";
 /** The longest the one timer sleeps (1.12 wakes at least hourly too). */
 const MAX_SLEEP_MS = 3_600_000;
 
+/** How a {@linkcode Service} is set up; every field is optional. */
 export interface ServiceOptions {
+  /** Time for deadlines and stats; default: the system clock ({@linkcode ManualClock} in tests). */
   clock?: Clock;
   /** Largest job body accepted, bytes (-z). Default 65535. */
   maxJobSize?: number;
+  /** @internal The write-ahead log (openService in adapters/open.ts wires it up from -b). */
   wal?: Wal;
   /** -V count: 1 logs connections, 2 also commands. */
   verbose?: number;
   /** Where log lines go (default: console.log / console.error). */
   log?: (line: string) => void;
+  /** Where error lines go (default: console.error). */
   error?: (line: string) => void;
+  /** Facts for `stats` (pid, hostname, ...): adapters/host_node.ts hostInfo() reads the real ones. Default: UNKNOWN_HOST. */
   host?: HostInfo;
-  /** An existing queue to serve (e.g. one restored from the binlog). */
+  /** @internal An existing queue to serve (e.g. one restored from the binlog). */
   queue?: Queue;
 }
 
+/**
+ * The server without sockets: one queue, its one timer, and the open connections. Hand
+ * it to {@linkcode listen} for this runtime's TCP/UNIX sockets, or to
+ * {@linkcode serveStreams} for any pair of web streams.
+ *
+ * @example Serve one in-memory connection
+ * ```ts
+ * import { serveStreams, Service } from "../mod.ts";
+ *
+ * const svc = new Service();
+ * const input = new Blob(["put 0 0 60 5\r\nhello\r\nquit\r\n"]).stream();
+ * const replies: string[] = [];
+ * const output = new WritableStream<Uint8Array>({ write: (c) => void replies.push(new TextDecoder().decode(c)) });
+ * await serveStreams(svc, { readable: input, writable: output });
+ * console.log(replies.join("")); // "INSERTED 1\r\n"
+ * svc.close();
+ * ```
+ */
 export class Service {
+  /** @internal */
   readonly queue: Queue;
+  /** @internal */
   readonly facts: ServerFacts;
+  /** @internal */
   readonly verbose: number;
+  /** @internal */
   readonly log: (line: string) => void;
+  /** @internal */
   readonly error: (line: string) => void;
+  /** @internal */
   readonly connections = new Set<Connection>();
   readonly #arena = new BodyArena();
-  /** Allocates job bodies for every connection (see BodyArena). */
+  /** @internal Allocates job bodies for every connection (see BodyArena). */
   readonly bodies = (n: number): Uint8Array => this.#arena.alloc(n);
   #timer: ReturnType<typeof setTimeout> | undefined;
   #timerAt = Infinity;
   #lastId = 0;
 
+  /** A service with a new empty queue (or `opts.queue`). */
   constructor(opts: ServiceOptions = {}) {
     const clock = opts.clock ?? systemClock;
     this.queue = opts.queue ?? new Queue({
@@ -51,7 +81,7 @@ export class Service {
       ...(opts.maxJobSize !== undefined ? { maxJobSize: opts.maxJobSize } : {}),
       ...(opts.wal ? { wal: opts.wal } : {}),
     });
-    this.facts = { host: opts.host ?? hostInfo(), id: randomId(), version: PROTOCOL_VERSION, startedAt: clock.now() };
+    this.facts = { host: opts.host ?? UNKNOWN_HOST, id: randomId(), version: PROTOCOL_VERSION, startedAt: clock.now() };
     this.verbose = opts.verbose ?? 0;
     this.log = opts.log ?? ((l) => console.log(l));
     this.error = opts.error ?? ((l) => console.error(l));
@@ -60,7 +90,7 @@ export class Service {
     if (due < Infinity) this.#arm(due);
   }
 
-  /** A new client connection writing to `transport`. */
+  /** @internal A new client connection writing to `transport` (adapters call this). */
   connect(transport: Transport): Connection {
     const c = new Connection(this, transport);
     this.connections.add(c);
@@ -68,10 +98,12 @@ export class Service {
     return c;
   }
 
+  /** @internal */
   nextConnectionId(): number {
     return ++this.#lastId;
   }
 
+  /** @internal */
   forget(c: Connection): void {
     this.connections.delete(c);
     if (this.verbose > 0) this.log(`close ${c.id}`);

@@ -12,14 +12,34 @@ import type { Connection } from "./connection.ts";
 const MIN_READ = 1024;
 const MAX_READ = 64 * 1024;
 
+/** One connection as web streams: bytes from the client, and where replies go. */
 export interface StreamPair {
+  /** Bytes from the client; the connection ends when this ends. */
   readable: ReadableStream<Uint8Array>;
+  /** Where replies are written. */
   writable: WritableStream<Uint8Array>;
   /** Close the underlying socket (both directions). Defaults to closing the writer. */
   close?: () => void;
 }
 
-/** Serve a connection until it closes. Resolves when it has. */
+/**
+ * Serve one connection until it closes; resolves when it has. A byte stream is read
+ * with a BYOB reader into a reused buffer; a default stream works too.
+ *
+ * @example
+ * ```ts
+ * import { serveStreams, Service } from "../mod.ts";
+ *
+ * const svc = new Service();
+ * const chunks: Uint8Array[] = [];
+ * await serveStreams(svc, {
+ *   readable: new Blob(["use jobs\r\n"]).stream(),
+ *   writable: new WritableStream({ write: (c) => void chunks.push(c) }),
+ * });
+ * console.log(new TextDecoder().decode(chunks[0])); // "USING jobs\r\n"
+ * svc.close();
+ * ```
+ */
 export async function serveStreams(svc: Service, io: StreamPair): Promise<void> {
   const writer = io.writable.getWriter();
   let shut = false;
@@ -60,7 +80,7 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
       if (byob) {
         const { value, done } = await byob.read(scratch);
         if (done || !value) break;
-        conn.parser.push(value);
+        conn.push(value);
         full = value.length === value.buffer.byteLength && value.length >= MAX_READ;
         // The read transferred scratch's memory into value; take it back, and offer
         // more next time if this read filled it (up to MAX_READ).
@@ -70,9 +90,8 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
       } else {
         const { value, done } = await plain!.read();
         if (done || !value) break;
-        conn.parser.push(value);
+        conn.push(value);
       }
-      conn.received();
       // A read that filled the whole buffer means more is queued: let other
       // connections run before taking the next one, so a flood cannot starve them.
       if (full) await new Promise((r) => setTimeout(r, 0));

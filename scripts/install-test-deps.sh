@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install the programs the test suites run against, from Debian's packages only:
 #   beanstalkd          the real beanstalkd 1.12, the reference server
-#   php-cli + php-pda-pheanstalk   the PHP client pheanstalk (tests/clients/pheanstalk.php)
-#   ruby + ruby-beaneater          the Ruby client beaneater (tests/clients/beaneater.rb)
+#   php-cli + php-pda-pheanstalk   the PHP client pheanstalk (tests/system/clients/pheanstalk.php)
+#   ruby + ruby-beaneater          the Ruby client beaneater (tests/system/clients/beaneater.rb)
 # The Node clients (node-beanstalk, fivebeans, jackd) are devDependencies in
 # package.json and come with `npm ci`; Node itself is on every machine here.
 #

@@ -1,0 +1,242 @@
+// Files over node:fs, which Deno and Bun both provide, so one implementation serves
+// both runtimes. Appends are synchronous writeSync calls (a record is small and the
+// page cache absorbs it in microseconds); fsync uses the callback form so the event
+// loop keeps serving while the disk works.
+//
+// The directory lock. beanstalkd holds an fcntl lock on DIR/lock; node:fs has no
+// fcntl/flock, and Deno's FsFile.lock has no Bun equivalent, so we use a lock FILE:
+//   * It is created atomically with its full content: written to a private temp
+//     name, then link(2)ed to DIR/lock, which fails with EEXIST when a lock exists.
+//     So a lock file is never seen half-written.
+//   * It holds {pid, host, boot, started, token}. A lock is stale (and is broken)
+//     only when it was written on this host and either the machine has rebooted
+//     since (Linux boot_id differs), or its pid no longer exists (kill(pid, 0) gives
+//     ESRCH), or its pid is ours but `started` (performance.timeOrigin) is not ours,
+//     i.e. a previous process that happened to get our pid.
+//   * A lock from another host (a shared or container volume), or one we cannot
+//     parse (e.g. beanstalkd's empty lock file), is never broken: we refuse to start
+//     and the message names the file to remove.
+// Known limits: a dead holder's pid reused by an unrelated live process on the same
+// boot keeps the lock held (the message says what to remove); and two servers
+// breaking the same stale lock in the same instant are resolved by re-reading the
+// lock after taking it, which narrows but does not close that race.
+import * as fs from "node:fs";
+import { hostname } from "node:os";
+import process from "node:process";
+import type { AppendFile, DirLock, Files } from "../core/files.ts";
+import { errorCode, joinPath } from "../core/files.ts";
+
+class NodeAppendFile implements AppendFile {
+  readonly path: string;
+  #fd: number;
+  #size: number;
+  #closed = false;
+
+  constructor(path: string, fd: number) {
+    this.path = path;
+    this.#fd = fd;
+    this.#size = fs.fstatSync(fd).size;
+  }
+
+  size(): number {
+    return this.#size;
+  }
+
+  append(bytes: Uint8Array): void {
+    let off = 0;
+    try {
+      while (off < bytes.length) off += fs.writeSync(this.#fd, bytes, off, bytes.length - off);
+      this.#size += off;
+    } catch (e) {
+      this.#refreshSize();
+      throw e;
+    }
+  }
+
+  truncate(length: number): void {
+    try {
+      fs.ftruncateSync(this.#fd, length);
+      this.#size = length;
+    } catch (e) {
+      this.#refreshSize();
+      throw e;
+    }
+  }
+
+  sync(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      fs.fsync(this.#fd, (err) => err ? reject(err) : resolve());
+    });
+  }
+
+  syncNow(): void {
+    if (!this.#closed) fs.fsyncSync(this.#fd);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    fs.closeSync(this.#fd);
+  }
+
+  #refreshSize(): void {
+    try {
+      this.#size = fs.fstatSync(this.#fd).size;
+    } catch {
+      // keep the old value; the caller truncates to a length it knows anyway
+    }
+  }
+}
+
+interface LockInfo {
+  pid: number;
+  host: string;
+  boot: string;
+  started: number;
+  token: string;
+}
+
+function bootId(): string {
+  try {
+    return fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  } catch {
+    return "";
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return errorCode(e) !== "ESRCH";
+  }
+}
+
+function readLock(path: string): LockInfo | undefined {
+  try {
+    const v = JSON.parse(fs.readFileSync(path, "utf8")) as Partial<LockInfo>;
+    if (
+      typeof v.pid === "number" && typeof v.host === "string" && typeof v.boot === "string" &&
+      typeof v.started === "number" && typeof v.token === "string"
+    ) return v as LockInfo;
+  } catch {
+    // unreadable or not ours
+  }
+  return undefined;
+}
+
+function isStale(h: LockInfo, me: LockInfo): boolean {
+  if (h.host !== me.host) return false;
+  if (h.boot !== "" && me.boot !== "" && h.boot !== me.boot) return true;
+  if (h.pid === me.pid) return h.started !== me.started;
+  return !pidAlive(h.pid);
+}
+
+function lockError(dir: string, why: string): Error {
+  return new Error(`failed to lock wal dir ${dir}: ${why}`);
+}
+
+function takeLock(dir: string): DirLock {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(dir);
+  } catch (e) {
+    throw lockError(dir, errorCode(e) === "ENOENT" ? "no such directory" : String(e));
+  }
+  if (!st.isDirectory()) throw lockError(dir, "not a directory");
+  const path = joinPath(dir, "lock");
+  const me: LockInfo = {
+    pid: process.pid,
+    host: hostname(),
+    boot: bootId(),
+    started: performance.timeOrigin,
+    token: `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`,
+  };
+  const temp = joinPath(dir, `lock.${me.token}`);
+  fs.writeFileSync(temp, JSON.stringify(me) + "\n", { mode: 0o600 });
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        fs.linkSync(temp, path);
+      } catch (e) {
+        if (errorCode(e) !== "EEXIST") throw lockError(dir, String(e));
+        const holder = readLock(path);
+        if (holder === undefined) {
+          throw lockError(dir, `${path} exists and is not a tubeway lock; remove it if no server uses ${dir}`);
+        }
+        if (!isStale(holder, me)) {
+          throw lockError(
+            dir,
+            `locked by pid ${holder.pid} on ${holder.host} (remove ${path} if that process is not a tubeway server)`,
+          );
+        }
+        breakStaleLock(path, holder);
+        continue;
+      }
+      if (readLock(path)?.token !== me.token) throw lockError(dir, "lost a race for the lock");
+      return {
+        release() {
+          if (readLock(path)?.token === me.token) fs.unlinkSync(path);
+        },
+      };
+    }
+    throw lockError(dir, "lock keeps reappearing");
+  } finally {
+    fs.unlinkSync(temp);
+  }
+}
+
+/** Move the stale lock aside; if what we moved turns out to be a fresh lock, put it back. */
+function breakStaleLock(path: string, stale: LockInfo): void {
+  const aside = `${path}.stale.${Math.random().toString(36).slice(2)}`;
+  try {
+    fs.renameSync(path, aside);
+  } catch (e) {
+    if (errorCode(e) === "ENOENT") return;
+    throw e;
+  }
+  if (readLock(aside)?.token !== stale.token) {
+    try {
+      fs.linkSync(aside, path);
+    } catch {
+      // someone else holds it now; our link attempt will report that
+    }
+  }
+  fs.unlinkSync(aside);
+}
+
+/** node:fs-backed Files for the real server. */
+export const nodeFiles: Files = {
+  list(dir) {
+    return fs.readdirSync(dir);
+  },
+  read(path) {
+    const b = fs.readFileSync(path);
+    return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  },
+  open(path, mode) {
+    const fd = fs.openSync(path, mode === "new" ? "ax" : "a", 0o600);
+    return new NodeAppendFile(path, fd);
+  },
+  unlink(path) {
+    fs.unlinkSync(path);
+  },
+  syncDir(dir) {
+    return new Promise((resolve) => {
+      let fd: number;
+      try {
+        fd = fs.openSync(dir, "r");
+      } catch {
+        resolve(); // best effort: some platforms cannot open a directory
+        return;
+      }
+      fs.fsync(fd, () => {
+        // EINVAL/EISDIR on platforms without directory fsync: nothing more to do
+        fs.close(fd, () => resolve());
+      });
+    });
+  },
+  lock: takeLock,
+};

@@ -1,0 +1,93 @@
+// A Service built from a Config the way the executable builds it: with -b, the log in
+// config.binlogDir is locked and replayed into the queue before anything is served, and
+// every change is logged from then on. Here rather than in server.ts so that a library
+// user gets durability with the same two lines the executable uses.
+import type { Config } from "../core/config.ts";
+import { Queue } from "../core/queue.ts";
+import { type Clock, systemClock } from "../core/clock.ts";
+import { openBinlog } from "../core/binlog/binlog.ts";
+import { noWal, type Wal } from "../core/wal.ts";
+import { type HostInfo } from "../protocol/host.ts";
+import { Service } from "../protocol/service.ts";
+import { nodeFiles } from "./files_node.ts";
+import { hostInfo } from "./host_node.ts";
+
+/** How {@linkcode openService} reports and what it runs on. */
+export interface OpenOptions {
+  /** Where the log's messages go (damaged records skipped, files it cannot remove). Default: console.error. */
+  logWal?: (message: string) => void;
+  /** Facts for `stats`; default: this process ({@linkcode hostInfo}). */
+  host?: HostInfo;
+  /** Default: the system clock. */
+  clock?: Clock;
+}
+
+/** What {@linkcode openService} built. */
+export interface Opened {
+  /** The service, ready for {@linkcode listen} or {@linkcode serveStreams}. */
+  service: Service;
+  /** Jobs read back from the log (0 without -b). */
+  recoveredJobs: number;
+  /** Close every connection, then write what is pending, fsync and release the log. */
+  close(): void;
+}
+
+/**
+ * Build the Service that `config` describes (from {@linkcode parseConfig}): its -z limit,
+ * -V verbosity and, with -b, the write-ahead log, replayed now. The result's `close()`
+ * ends the connections and closes the log.
+ *
+ * @throws {WalOpenError} when the log directory is missing, unreadable or locked by
+ * another process (the executable exits 10).
+ *
+ * @example Serve a durable queue in this process
+ * ```ts
+ * import { listen, openService, parseConfig } from "../mod.ts";
+ *
+ * const dir = Deno.makeTempDirSync();
+ * const parsed = parseConfig(["-b", dir]);
+ * if (parsed.kind === "run") {
+ *   const opened = openService(parsed.config);
+ *   const server = await listen(opened.service, { host: "127.0.0.1", port: 0 });
+ *   server.close();
+ *   opened.close();
+ * }
+ * Deno.removeSync(dir, { recursive: true });
+ * ```
+ */
+export function openService(config: Config, opts: OpenOptions = {}): Opened {
+  const clock = opts.clock ?? systemClock;
+  const logWal = opts.logWal ?? ((m: string) => console.error(m));
+  let queue: Queue | undefined = undefined; // assigned once the log has been read
+  let wal: Wal | undefined;
+  let recovered;
+  if (config.binlogDir !== undefined) {
+    ({ wal, recovered } = openBinlog(
+      {
+        dir: config.binlogDir,
+        // -f 0: every reply of a logged command waits for its fsync (group commit).
+        fsyncMs: config.fsyncMs,
+        durableAcks: config.fsyncMs === 0,
+        maxFileSize: config.binlogSize,
+        maxJobSize: config.maxJobSize,
+        log: logWal,
+      },
+      nodeFiles,
+      clock,
+      (id) => queue?.liveRecord(id),
+    ));
+  }
+  // Without -b nothing is logged, but stats still shows -s as binlog-max-size, as 1.12 does.
+  queue = new Queue({ clock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize) });
+  if (recovered) queue.restore(recovered.jobs, recovered.maxId);
+  const service = new Service({ queue, verbose: config.verbose, host: opts.host ?? hostInfo() });
+  const log = queue.wal;
+  return {
+    service,
+    recoveredJobs: recovered?.jobs.length ?? 0,
+    close: () => {
+      service.close();
+      log.close();
+    },
+  };
+}

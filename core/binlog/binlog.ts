@@ -1,0 +1,501 @@
+// The write-ahead log behind `-b DIR`: openBinlog, the write path, rotation, collection of
+// dead files and compaction. Why it works the way it does (batching, the disk-full reserve,
+// which files may go when, ids): README.md in this folder.
+import type { Files } from "../files.ts";
+import { errorText, joinPath } from "../files.ts";
+import type { JobRecord, JobState, Recovered, Wal } from "../wal.ts";
+import type { Clock } from "../clock.ts";
+import { encodeIdsAt, encodeJobAt, fullRecordSize, IDS_RECORD_SIZE, SHORT_RECORD_SIZE } from "./codec.ts";
+import { jobsInOrder, replay } from "./recover.ts";
+import { Ballast, WRITE_RESERVE } from "./ballast.ts";
+import { GroupCommit } from "./sync.ts";
+import { Segments } from "./segments.ts";
+import { IdMark } from "./ids.ts";
+import { Homes, type JobInfo } from "./homes.ts";
+
+export interface BinlogOptions {
+  dir: string;
+  /** -f MS: fsync at most every MS ms (0: after every write); -F: "never". */
+  fsyncMs: number | "never";
+  /** Replies wait for synced(); implies an fsync per group of commands. */
+  durableAcks: boolean;
+  /** -s: a new file is started when a record would take the current one past this. */
+  maxFileSize: number;
+  /** -z: not checked on replay (a job once accepted is always replayed). */
+  maxJobSize: number;
+  log: (msg: string) => void;
+}
+
+/** The engine's current view of a live job, body included (for compaction). */
+export type LiveLookup = (id: number) => JobRecord | undefined;
+
+/** Thrown by openBinlog when the directory is missing, unreadable or locked (exit 10). */
+export class WalOpenError extends Error {}
+
+/** Ids reserved per id record; a restart skips at most this many. */
+export const ID_BLOCK = 4096;
+
+/** Encode a record of the size given to #write into buf[at, ...) (`v` views all of buf). */
+type Encode = (salt: number, buf: Uint8Array, v: DataView, at: number) => void;
+
+/**
+ * Open the log in opts.dir: lock it, replay it, start a new file. Throws
+ * WalOpenError when the directory cannot be locked or listed; never throws for
+ * damaged data (that is reported through opts.log).
+ */
+export function openBinlog(
+  opts: BinlogOptions,
+  files: Files,
+  clock: Pick<Clock, "now">,
+  live: LiveLookup,
+): { wal: Binlog; recovered: Recovered } {
+  let lock;
+  try {
+    lock = files.lock(opts.dir);
+  } catch (e) {
+    throw new WalOpenError(e instanceof Error ? e.message : String(e));
+  }
+  let r;
+  try {
+    r = replay(opts.dir, files, opts.log);
+  } catch (e) {
+    lock.release();
+    throw new WalOpenError(`failed to read wal dir ${opts.dir}: ${errorText(e)}`);
+  }
+  const wal = new Binlog(opts, files, clock, live, lock.release.bind(lock), r);
+  const fileOf = new Map<number, number>();
+  for (const [id, j] of r.jobs) fileOf.set(id, wal.fileOf(id) || j.file);
+  return { wal, recovered: { jobs: jobsInOrder(r.jobs), maxId: r.maxId, fileOf } };
+}
+
+export class Binlog implements Wal {
+  readonly logs = true;
+  readonly durableAcks: boolean;
+  #opts: BinlogOptions;
+  #clock: Pick<Clock, "now">;
+  #live: LiveLookup;
+  #unlock: () => void;
+  #segs: Segments;
+  #homes: Homes;
+  #idHigh: number;
+  /** Highest id of any job put (or recovered): every id ever handed out is <= this. */
+  #maxPutId: number;
+  #ids: IdMark;
+  #buryOrder: number;
+  #ballast: Ballast;
+  #commit: GroupCommit;
+  #lastSyncMs = -Infinity;
+  #credit = 0;
+  #compactQueued = false;
+  #relieveQueued = false;
+  #needCheckpoint = false;
+  #closed = false;
+  #recordsWritten = 0;
+  #recordsMigrated = 0;
+  /** Pending records from put()/update(), all pending records, pending moved ones. */
+  #pendingOwn = 0;
+  #pendingRecords = 0;
+  #pendingMigrated = 0;
+  /** Records from put()/update() were lost since the last flush() call: it must say so. */
+  #lost = false;
+  #flushQueued = false;
+
+  constructor(
+    opts: BinlogOptions,
+    files: Files,
+    clock: Pick<Clock, "now">,
+    live: LiveLookup,
+    unlock: () => void,
+    r: ReturnType<typeof replay>,
+  ) {
+    this.#opts = opts;
+    this.durableAcks = opts.durableAcks;
+    this.#clock = clock;
+    this.#live = live;
+    this.#unlock = unlock;
+    this.#idHigh = r.maxId;
+    this.#maxPutId = r.maxId;
+    this.#buryOrder = r.maxBuryOrder;
+    const syncing = opts.fsyncMs !== "never" || opts.durableAcks;
+    this.#segs = new Segments(files, opts.dir, opts.log, syncing, r.files, r.maxSeq + 1);
+    this.#ids = new IdMark(files, opts.dir, opts.log, syncing, r.idFiles, r.maxIdSeq + 1);
+    this.#ids.record(this.#idHigh);
+    this.#homes = new Homes(this.#segs);
+    for (const [id, j] of r.jobs) {
+      const file = this.#segs.bySeq(j.file)!;
+      this.#homes.home(id, { file, size: j.fullSize, state: j.rec.state as JobState, buryOrder: j.buryOrder });
+    }
+    this.#ballast = new Ballast(files, joinPath(opts.dir, "ballast"), opts.log);
+    this.#ballast.ensure(this.#homes.jobs.size);
+    this.#segs.ballast = (n) => this.#ballast.release(n);
+    this.#segs.onFlush = (ok) => this.#flushed(ok);
+    this.#segs.rotate(this.#idHigh);
+    this.#segs.collectAtStart();
+    this.#commit = new GroupCommit(() => this.#sync(), () => this.#segs.position);
+    if (this.#segs.pendingDead > 0) this.#commit.kick();
+  }
+
+  put(rec: JobRecord): boolean {
+    if (this.#closed) return false;
+    if (!rec.body) {
+      this.#opts.log(`binlog: job ${rec.id} has no body; not logged`);
+      return false;
+    }
+    const old = this.#homes.jobs.get(rec.id);
+    if (!this.#ballast.ensure(this.#homes.jobs.size + (old ? 0 : 1))) return false;
+    this.#maxPutId = Math.max(this.#maxPutId, rec.id);
+    const newHigh = rec.id > this.#idHigh - ID_BLOCK / 2 ? rec.id + ID_BLOCK : 0;
+    const size = fullRecordSize(rec);
+    const order = rec.state === "buried" ? this.#buryOrder + 1 : 0;
+    const ok = this.#write(size + (newHigh ? IDS_RECORD_SIZE : 0), false, true, (salt, buf, v, at) => {
+      if (newHigh) at = encodeIdsAt(newHigh, salt, buf, v, at);
+      encodeJobAt(true, rec, order, salt, buf, v, at);
+    });
+    if (!ok) return false;
+    if (newHigh) {
+      this.#idHigh = newHigh;
+      this.#ids.record(newHigh);
+      // make the reservation durable well before its ids run out
+      if (this.#opts.fsyncMs !== "never") this.#commit.kick();
+    }
+    this.#buryOrder = Math.max(this.#buryOrder, order);
+    const to: JobInfo = { file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order };
+    if (old) this.#homes.move(rec.id, old, to);
+    else this.#homes.home(rec.id, to);
+    this.#afterWrite(size);
+    return true;
+  }
+
+  update(rec: JobRecord): boolean {
+    return this.#update(rec, true);
+  }
+
+  /**
+   * Write everything pending with one append (see the header). False when that
+   * failed, or when an earlier write of records from put()/update() since the last
+   * call failed (a rotation or a removal flushes too): those changes are not in the
+   * log, so they must not be acknowledged. The log stays usable either way.
+   */
+  flush(): boolean {
+    const ok = this.#segs.flush();
+    const lost = this.#lost;
+    this.#lost = false;
+    return ok && !lost;
+  }
+
+  /** `own`: from update() (a caller acknowledges it), not from compaction. */
+  #update(rec: JobRecord, own: boolean): boolean {
+    if (this.#closed) return false;
+    const j = this.#homes.jobs.get(rec.id);
+    // No full record of this job is live in the log, so there is nothing to update.
+    if (!j) return true;
+    const del = rec.state === "deleted";
+    if (!del && !this.#ballast.ensure(this.#homes.jobs.size)) return false;
+    const order = rec.state !== "buried" ? 0 : j.state === "buried" ? j.buryOrder : this.#buryOrder + 1;
+    if (
+      !this.#write(SHORT_RECORD_SIZE, del, own, (salt, buf, v, at) => encodeJobAt(false, rec, order, salt, buf, v, at))
+    ) {
+      return false;
+    }
+    this.#buryOrder = Math.max(this.#buryOrder, order);
+    if (del) {
+      this.#homes.unhome(rec.id, j);
+    } else {
+      j.state = rec.state as JobState;
+      j.buryOrder = order;
+    }
+    this.#afterWrite(SHORT_RECORD_SIZE);
+    return true;
+  }
+
+  fileOf(id: number): number {
+    return this.#homes.jobs.get(id)?.file.seq ?? 0;
+  }
+
+  synced(): Promise<void> {
+    if (!this.durableAcks || this.#closed) return Promise.resolve();
+    return this.#commit.wait().then((ok) => {
+      if (!ok) throw new Error("binlog: fsync failed; recent changes may not be on disk");
+    });
+  }
+
+  tick(nowMs: number): number | undefined {
+    const every = this.#opts.fsyncMs;
+    if (this.#closed || every === "never") return undefined;
+    if (this.#segs.position <= this.#commit.synced && this.#segs.pendingDead === 0) return undefined;
+    if (this.#commit.active) return Math.max(every, 5);
+    const due = this.#lastSyncMs + every;
+    if (nowMs < due) return due - nowMs;
+    this.#lastSyncMs = nowMs;
+    this.#commit.kick();
+    return Math.max(every, 5);
+  }
+
+  stats() {
+    return {
+      oldestIndex: this.#segs.oldest?.seq ?? 0,
+      currentIndex: this.#segs.current?.seq ?? 0,
+      maxSize: this.#opts.maxFileSize,
+      recordsWritten: this.#recordsWritten,
+      recordsMigrated: this.#recordsMigrated,
+    };
+  }
+
+  /** Bytes in log files, bytes of live jobs' full records, file count (for tests and debugging). */
+  usage(): { bytes: number; liveBytes: number; files: number; ballast: number } {
+    return {
+      bytes: this.#segs.bytes,
+      liveBytes: this.#homes.liveBytes,
+      files: this.#segs.count,
+      ballast: this.#ballast.size,
+    };
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    // writes what is pending first
+    const ok = this.#segs.closeAll(this.#opts.fsyncMs !== "never" || this.durableAcks);
+    this.#ids.close(this.#opts.fsyncMs !== "never" || this.durableAcks);
+    this.#ballast.close();
+    this.#commit.settleAll(ok);
+    try {
+      this.#unlock();
+    } catch (e) {
+      this.#opts.log(`binlog: cannot release the lock: ${errorText(e)}`);
+    }
+  }
+
+  /**
+   * Make room (rotating if needed), encode with the file's salt, add it to the
+   * pending records; count it. `own`: from put()/update().
+   */
+  #write(size: number, useBallast: boolean, own: boolean, encode: Encode): boolean {
+    const segs = this.#segs;
+    // the ballast's write reserve stands for this much pending (ballast.ts)
+    const alone = size > WRITE_RESERVE;
+    if ((alone || segs.pending + size > WRITE_RESERVE) && !segs.flush()) return false;
+    const release = useBallast ? (n: number) => this.#ballast.release(n) : undefined;
+    if (!segs.room(size, this.#opts.maxFileSize, this.#idHigh, release)) return false;
+    const salt = segs.current!.seed;
+    try {
+      segs.add(size, !alone, (buf, v, at) => encode(salt, buf, v, at));
+    } catch (e) {
+      this.#opts.log(`binlog: cannot encode a record: ${errorText(e)}`);
+      return false;
+    }
+    this.#recordsWritten++;
+    this.#pendingRecords++;
+    if (own) this.#pendingOwn++;
+    if (alone) {
+      // Bigger than the reserve: written at once, so a full disk refuses this command
+      // (the only record lost) rather than the batch.
+      const lost = this.#lost;
+      if (!segs.flush()) {
+        this.#lost = lost;
+        return false;
+      }
+      return true;
+    }
+    if (!this.#flushQueued) {
+      // the server flushes at the end of each batch; this catches anything left over
+      this.#flushQueued = true;
+      queueMicrotask(() => {
+        this.#flushQueued = false;
+        if (!this.#closed) this.#segs.flush();
+      });
+    }
+    return true;
+  }
+
+  /**
+   * After each flush that had records: forget or undo what they did. After a write,
+   * fsync when the -f interval has passed (as 1.12 does after every write; once per
+   * batch is enough, the fsync starts after the batch anyway).
+   */
+  #flushed(ok: boolean): void {
+    if (ok) {
+      this.#homes.keepMoves();
+      const every = this.#opts.fsyncMs;
+      if (every !== "never" && !this.#closed) {
+        const now = this.#clock.now();
+        if (now - this.#lastSyncMs >= every) {
+          this.#lastSyncMs = now;
+          this.#commit.kick();
+        }
+      }
+    } else {
+      if (this.#pendingOwn > 0) this.#lost = true;
+      this.#recordsWritten -= this.#pendingRecords;
+      this.#recordsMigrated -= this.#pendingMigrated;
+      this.#homes.undoMoves();
+    }
+    this.#pendingOwn = this.#pendingRecords = this.#pendingMigrated = 0;
+  }
+
+  /** ids.N durably covers every id handed out (see the header: early removal). */
+  #idsCovered(): boolean {
+    return this.#ids.durable >= this.#maxPutId;
+  }
+
+  #afterWrite(n: number): void {
+    if (this.#wasteful()) {
+      this.#credit += 2 * n;
+      if (!this.#compactQueued) {
+        this.#compactQueued = true;
+        queueMicrotask(() => this.#compact());
+      }
+    } else {
+      this.#credit = 0;
+    }
+    this.#collect();
+  }
+
+  /**
+   * Remove the dead files that may go now (see the header). Others wait for a sync:
+   * ask for it now rather than at the next -f interval, so the disk they hold is
+   * bounded by one fsync's latency, not by the interval; and when even that lets
+   * them pass -s, relieve the pressure at the end of this turn.
+   */
+  #collect(): void {
+    this.#segs.collect(this.#commit.synced, this.#idsCovered());
+    if (this.#segs.pendingDead === 0) return;
+    this.#commit.kick();
+    if (this.#segs.pendingDead > this.#opts.maxFileSize && !this.#relieveQueued) {
+      this.#relieveQueued = true;
+      queueMicrotask(() => this.#relieve());
+    }
+  }
+
+  /**
+   * Dead files waiting for a sync hold more than -s: writes are outrunning the
+   * disk (an fsync round takes longer than it takes to write -s bytes), and only
+   * waiting would let the log grow with fsync latency. So fsync now, blocking:
+   * the waiting files can then go (if their moved records' files already have
+   * their names on disk; otherwise at the end of the running round), and while
+   * the disk is slow the blocking fsyncs hold the writers back. At most once per
+   * turn, and only under this pressure (with a small -s and a fast writer).
+   */
+  #relieve(): void {
+    this.#relieveQueued = false;
+    if (this.#closed || this.#needCheckpoint || this.#segs.pendingDead <= this.#opts.maxFileSize) return;
+    try {
+      this.#segs.syncNow(this.#commit.synced);
+    } catch (e) {
+      this.#opts.log(`binlog: fsync failed: ${errorText(e)}; rewriting live jobs into a new file`);
+      this.#needCheckpoint = true;
+      this.#commit.kick();
+      return;
+    }
+    this.#segs.collect(this.#commit.synced, this.#idsCovered());
+  }
+
+  #wasteful(): boolean {
+    const s = this.#segs;
+    return s.count >= 2 && s.bytes - s.pendingDead > 2 * this.#homes.liveBytes + 2 * this.#opts.maxFileSize;
+  }
+
+  #compact(): void {
+    this.#compactQueued = false;
+    while (!this.#closed && this.#credit > 0 && this.#wasteful()) {
+      const id = this.#segs.oldestLiveId();
+      if (id === undefined) break;
+      const before = this.#segs.position;
+      if (!this.#migrate(id)) {
+        this.#credit = 0;
+        break;
+      }
+      this.#credit -= this.#segs.position - before;
+      this.#collect();
+    }
+    // the moves go to the file now, not with the next batch of some connection
+    this.#segs.flush();
+    this.#collect();
+  }
+
+  /** Rewrite a live job's full record, with its current state, into the current file. */
+  #migrate(id: number): boolean {
+    const j = this.#homes.jobs.get(id)!;
+    let rec: JobRecord | undefined;
+    try {
+      rec = this.#live(id);
+    } catch (e) {
+      this.#opts.log(`binlog: live(${id}) threw: ${errorText(e)}`);
+      return false;
+    }
+    if (!rec || rec.state === "deleted" || !rec.body) {
+      // The queue no longer has it but never logged a delete: log one now.
+      this.#opts.log(`binlog: job ${id} is in the log but not in the queue; logging its delete`);
+      return this.#update({ ...GONE, id }, false);
+    }
+    if (!this.#ballast.ensure(this.#homes.jobs.size)) return false;
+    const order = rec.state !== "buried" ? 0 : j.state === "buried" ? j.buryOrder : this.#buryOrder + 1;
+    const size = fullRecordSize(rec);
+    if (!this.#write(size, false, false, (salt, buf, v, at) => encodeJobAt(true, rec, order, salt, buf, v, at))) {
+      return false;
+    }
+    this.#buryOrder = Math.max(this.#buryOrder, order);
+    this.#recordsMigrated++;
+    if (this.#segs.pending > 0) this.#pendingMigrated++; // else already written (a big record)
+    this.#homes.move(id, j, { file: this.#segs.current!, size, state: rec.state, buryOrder: order });
+    return true;
+  }
+
+  /** One group-commit round: fsync every file with unsynced bytes (and ids.N), then collect. */
+  async #sync(): Promise<number | false> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (this.#closed) return false;
+      if (this.#needCheckpoint && !this.#checkpoint()) return false;
+      // a sync covers only what is in the files; records lost here fail the round
+      if (!this.#segs.flush()) return false;
+      this.#lastSyncMs = this.#clock.now();
+      const target = this.#segs.position;
+      const ids = this.#ids.sync(); // never throws
+      try {
+        await this.#segs.syncAll(this.#commit.synced);
+      } catch (e) {
+        await ids;
+        if (this.#closed) return false;
+        this.#opts.log(`binlog: fsync failed: ${errorText(e)}; rewriting live jobs into a new file`);
+        this.#needCheckpoint = true;
+        continue;
+      }
+      await ids;
+      if (!this.#closed) this.#segs.collect(target, this.#idsCovered());
+      // files that died while this fsync ran are handled by the next round
+      if (!this.#closed && this.#segs.pendingDead > 0) this.#commit.kick();
+      return target;
+    }
+    return false;
+  }
+
+  /** After a failed fsync: every live job again in a fresh file, older files then collectable. */
+  #checkpoint(): boolean {
+    this.#needCheckpoint = true;
+    this.#segs.abandonUnsynced();
+    if (!this.#segs.rotate(this.#idHigh)) return false;
+    const first = this.#segs.current!.seq;
+    for (const [id, j] of [...this.#homes.jobs]) {
+      if (j.file.seq < first && !this.#migrate(id)) return false;
+    }
+    if (!this.#segs.flush()) return false; // moves undone: the next round tries again
+    this.#needCheckpoint = false;
+    return true;
+  }
+}
+
+const GONE: JobRecord = {
+  id: 0,
+  tube: "",
+  pri: 0,
+  delayMs: 0,
+  ttrMs: 0,
+  createdAtMs: 0,
+  deadlineAtMs: 0,
+  state: "deleted",
+  reserves: 0,
+  timeouts: 0,
+  releases: 0,
+  buries: 0,
+  kicks: 0,
+};

@@ -1,0 +1,499 @@
+// The log's files: which exist, which one is written, how many bytes each holds and
+// which live jobs have their newest full record in it; appending with rollback,
+// rotation, fsync of every file with unsynced bytes, and removal of dead files
+// from the oldest end (when, is binlog.ts's rule: see collect()).
+//
+// Positions count bytes appended since open across all files; a file's lastWrite
+// is the position after its last append, so "does it need an fsync" is
+// lastWrite > synced. A position p in a file that starts at s is durable once a
+// group-commit round up to p has succeeded (each round fsyncs the directory too
+// when names changed), or once a blocking fsync (syncNow) covered p and a round
+// that began after the file was created has succeeded (so its name is on disk).
+//
+// Records are not written one by one: add() puts them in a pending buffer (sizes
+// and positions move at once, as if written) and flush() appends the whole buffer
+// with one write. Everything that needs the bytes in the file flushes first:
+// rotation (the buffer belongs to the current file), removal of a dead file, the
+// blocking fsync, close; the binlog flushes before each group-commit round.
+// Positions therefore count pending bytes too; a sync covers a position only after
+// the flush that wrote it. A failed flush cuts the file back (as a failed append
+// did), takes the lost bytes out of the sizes and tells the binlog (onFlush), which
+// undoes what must not outlive them; positions stay where they are (a gap).
+import type { AppendFile, Files } from "../files.ts";
+import { errorCode, errorText, joinPath } from "../files.ts";
+import { encodeFileHeader, FILE_HEADER_SIZE, saltState } from "./codec.ts";
+
+export interface LogFile {
+  seq: number;
+  path: string;
+  size: number;
+  /** Position where its header starts (0 for files found at startup). */
+  start: number;
+  /** Live jobs whose newest full record is in this file. */
+  ids: Set<number>;
+  /** CRC seed of this file's salt (only used while it is written). */
+  seed: number;
+  handle: AppendFile | undefined;
+  lastWrite: number;
+  /** Failed with an error other than ENOSPC: the next write starts a new file. */
+  broken: boolean;
+  /** Position when it became removable; once a sync covers it, it may go in any case. */
+  deadAt: number | undefined;
+  /** Start of the file that was current then. */
+  deadStart: number;
+  /**
+   * End of the newest full record written for a job that left this file while
+   * live (moved forward by compaction, or put again): until a sync covers it, this
+   * file may hold that job's only durable full record.
+   */
+  needSync: number;
+  /** Start of the file holding that record. */
+  needStart: number;
+}
+
+/** Give back ballast space (at least n bytes); false when there is none left. */
+export type Release = (n: number) => boolean;
+
+export class Segments {
+  #files: Files;
+  #dir: string;
+  #log: (msg: string) => void;
+  /** Whether fsyncs happen at all (false only with -F and no durable acks). */
+  #syncing: boolean;
+  #list: LogFile[] = [];
+  #bySeq = new Map<number, LogFile>();
+  #closing: LogFile[] = [];
+  #dirDirty = false;
+  #complained = false;
+  current: LogFile | undefined;
+  nextSeq: number;
+  position = 0;
+  /** Bytes in all log files. */
+  bytes = 0;
+  /** Bytes of dead files waiting for a sync before removal. */
+  pendingDead = 0;
+  /** Position covered by the last blocking fsync (syncNow) of every written file. */
+  dataSynced = 0;
+  /** Files whose fsync a running syncAll() awaits: their handles must stay open. */
+  #inSync = new Set<LogFile>();
+  /** Records added but not yet written, all for the current file. */
+  #buf: Uint8Array<ArrayBuffer> = new Uint8Array(PENDING_START);
+  #view: DataView<ArrayBuffer> = new DataView(this.#buf.buffer);
+  #pending = 0;
+  /** Bytes of pending records the ballast stands for (see ballast.ts). */
+  #pendingCovered = 0;
+  /** Gives back ballast space when a flush hits ENOSPC. */
+  ballast: Release | undefined;
+  /** After every flush that had bytes to write: whether they are in the file now. */
+  onFlush: ((ok: boolean) => void) | undefined;
+
+  constructor(
+    files: Files,
+    dir: string,
+    log: (msg: string) => void,
+    syncing: boolean,
+    recovered: ReadonlyArray<{ seq: number; path: string; size: number }>,
+    nextSeq: number,
+  ) {
+    this.#files = files;
+    this.#dir = dir;
+    this.#log = log;
+    this.#syncing = syncing;
+    this.nextSeq = nextSeq;
+    for (const r of recovered) {
+      const f: LogFile = {
+        ...r,
+        start: 0,
+        ids: new Set(),
+        seed: 0,
+        handle: undefined,
+        lastWrite: 0,
+        broken: false,
+        deadAt: undefined,
+        deadStart: 0,
+        needSync: 0,
+        needStart: 0,
+      };
+      this.#list.push(f);
+      this.#bySeq.set(f.seq, f);
+      this.bytes += f.size;
+    }
+  }
+
+  get oldest(): LogFile | undefined {
+    return this.#list[0];
+  }
+
+  get count(): number {
+    return this.#list.length;
+  }
+
+  bySeq(seq: number): LogFile | undefined {
+    return this.#bySeq.get(seq);
+  }
+
+  /** A live job in the oldest file (other than the current one) that still has any. */
+  oldestLiveId(): number | undefined {
+    for (const f of this.#list) {
+      if (f === this.current) return undefined;
+      for (const id of f.ids) return id;
+    }
+    return undefined;
+  }
+
+  /** Make sure the current file can take `size` more bytes, rotating if it cannot. */
+  room(size: number, maxFileSize: number, idHigh: number, release?: Release): boolean {
+    const c = this.current;
+    if (c && !c.broken && (c.size + size <= maxFileSize || c.size <= FILE_HEADER_SIZE)) return true;
+    return this.rotate(idHigh, release);
+  }
+
+  /**
+   * Start binlog.<nextSeq> with a fresh salt and the id high-water in its header.
+   * Pending records of the current file are written first; false (no rotation) if
+   * that fails.
+   */
+  rotate(idHigh: number, release?: Release): boolean {
+    if (!this.flush()) return false;
+    for (;;) {
+      const seq = this.nextSeq;
+      const path = joinPath(this.#dir, `binlog.${seq}`);
+      let h: AppendFile;
+      try {
+        h = this.#files.open(path, "new");
+      } catch (e) {
+        if (errorCode(e) === "EEXIST") {
+          this.nextSeq++;
+          continue;
+        }
+        if (errorCode(e) === "ENOSPC" && release?.(4096)) continue;
+        return this.#complain(`binlog: cannot create ${path}: ${errorText(e)}`);
+      }
+      const salt = crypto.getRandomValues(new Uint32Array(1))[0]!;
+      try {
+        h.append(encodeFileHeader({ seq, idHighWater: idHigh, salt }));
+      } catch (e) {
+        closeQuietly(h);
+        try {
+          this.#files.unlink(path);
+        } catch {
+          // an empty or all-zero file is removed at the next start anyway
+        }
+        if (errorCode(e) === "ENOSPC" && release?.(4096)) continue;
+        return this.#complain(`binlog: cannot write ${path}: ${errorText(e)}`);
+      }
+      this.nextSeq = seq + 1;
+      this.#retire(this.current);
+      const start = this.position;
+      this.position += FILE_HEADER_SIZE;
+      this.bytes += FILE_HEADER_SIZE;
+      const f: LogFile = {
+        seq,
+        path,
+        size: FILE_HEADER_SIZE,
+        start,
+        ids: new Set(),
+        seed: saltState(salt),
+        handle: h,
+        lastWrite: this.position,
+        broken: false,
+        deadAt: undefined,
+        deadStart: 0,
+        needSync: 0,
+        needStart: 0,
+      };
+      this.#list.push(f);
+      this.#bySeq.set(seq, f);
+      this.current = f;
+      this.#dirDirty = true;
+      this.#complained = false;
+      return true;
+    }
+  }
+
+  /** Bytes added but not yet written. */
+  get pending(): number {
+    return this.#pending;
+  }
+
+  /**
+   * Add `n` bytes of records for the current file (room() must have been called):
+   * `write` puts them into buf[at, at + n) (`v` views all of buf); they count in
+   * sizes and positions at once and are written by the next flush(). If `write`
+   * throws, nothing is added. `covered`: the ballast stands for these bytes, so it
+   * gives back room for them if their write hits ENOSPC.
+   */
+  add(n: number, covered: boolean, write: (buf: Uint8Array, v: DataView, at: number) => void): void {
+    const f = this.current!;
+    const at = this.#pending;
+    if (at + n > this.#buf.length) {
+      const grown = new Uint8Array(Math.max(at + n, 2 * this.#buf.length));
+      grown.set(this.#buf.subarray(0, at));
+      this.#setBuf(grown);
+    }
+    write(this.#buf, this.#view, at);
+    this.#pending = at + n;
+    if (covered) this.#pendingCovered += n;
+    f.size += n;
+    this.bytes += n;
+    this.position += n;
+    f.lastWrite = this.position;
+  }
+
+  #setBuf(b: Uint8Array<ArrayBuffer>): void {
+    this.#buf = b;
+    this.#view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  }
+
+  /**
+   * Write every pending record to the current file with one append. On failure the
+   * file is cut back to where it was, so no partial record stays behind, and the
+   * records are dropped (false); on ENOSPC, the ballast gives back room for the
+   * records it stands for, once, and the write is retried. An error other than ENOSPC
+   * (or a failed cut) marks the file broken: the next write starts a new one.
+   */
+  flush(): boolean {
+    const n = this.#pending;
+    if (n === 0) return true;
+    const f = this.current!;
+    const h = f.handle!;
+    const bytes = this.#buf.subarray(0, n);
+    const before = f.size - n;
+    let budget = this.#pendingCovered;
+    this.#pending = 0;
+    this.#pendingCovered = 0;
+    for (;;) {
+      try {
+        h.append(bytes);
+        break;
+      } catch (e) {
+        const code = errorCode(e);
+        let clean = true;
+        try {
+          h.truncate(before);
+        } catch {
+          clean = false;
+          f.broken = true;
+        }
+        if (code === "ENOSPC" && clean && budget > 0 && this.ballast?.(budget)) {
+          budget = 0;
+          continue;
+        }
+        if (code !== "ENOSPC") f.broken = true;
+        const now = clean ? before : h.size();
+        this.bytes += now - f.size;
+        f.size = now;
+        this.#shrink();
+        this.#complain(`binlog: cannot write ${f.path}: ${errorText(e)}`);
+        this.onFlush?.(false);
+        return false;
+      }
+    }
+    this.#shrink();
+    this.#complained = false;
+    this.onFlush?.(true);
+    return true;
+  }
+
+  /** Do not keep a buffer grown by one big batch. */
+  #shrink(): void {
+    if (this.#buf.length > PENDING_KEEP) this.#setBuf(new Uint8Array(PENDING_START));
+  }
+
+  /**
+   * Remove dead files (no live job's newest full record in them) from the oldest
+   * end. Without fsyncs at all they go at once. Otherwise a dead file goes once a
+   * sync up to `synced` covers either its death, or, when `early` (the caller
+   * vouches that the id high-water is durable elsewhere), its needSync: every job
+   * that left it while live then has a durable full record in a newer file, and
+   * every other job it holds is deleted (a lost delete record loses nothing more:
+   * the job is gone with this file, as acknowledged).
+   */
+  collect(synced: number, early = false): void {
+    for (;;) {
+      const f = this.#list[0];
+      if (!f || f === this.current || f.ids.size > 0) break;
+      this.#markDead(f);
+      const go = !this.#syncing || this.#durable(f.deadAt!, f.deadStart, synced) ||
+        (early && this.#durable(f.needSync, f.needStart, synced));
+      if (!go) break;
+      // the records that made it dead (moves, deletes) go to the file before it goes
+      if (!this.flush()) break;
+      this.#remove(f);
+    }
+    let pending = 0;
+    for (const f of this.#list) {
+      if (f === this.current || f.ids.size > 0) break;
+      this.#markDead(f);
+      pending += f.size;
+    }
+    this.pendingDead = pending;
+  }
+
+  /** A live job whose newest full record was in `f` has just got a newer one (ending at position). */
+  left(f: LogFile): void {
+    f.needSync = this.position;
+    f.needStart = this.current?.start ?? this.position;
+  }
+
+  /**
+   * Blocking fsync of every file with bytes after `synced` (and after the last
+   * syncNow); dataSynced then covers everything written. Names are not covered
+   * (see the top). Throws on failure.
+   */
+  syncNow(synced: number): void {
+    this.flush();
+    const from = Math.max(synced, this.dataSynced);
+    for (const f of [...this.#closing, ...(this.current ? [this.current] : [])]) {
+      if (f.handle && f.lastWrite > from) f.handle.syncNow();
+    }
+    this.dataSynced = this.position;
+  }
+
+  #markDead(f: LogFile): void {
+    if (f.deadAt !== undefined) return;
+    f.deadAt = this.position;
+    f.deadStart = this.current?.start ?? this.position;
+  }
+
+  #durable(p: number, start: number, synced: number): boolean {
+    return synced >= p || (this.dataSynced >= p && synced > start);
+  }
+
+  /**
+   * At startup, files left by the previous process may still be only in the page
+   * cache: fsync them before any is removed (now for being dead, or later, once
+   * compaction has moved their jobs: the rounds fsync only files written since).
+   */
+  collectAtStart(): void {
+    // nor before a round has fsynced the directory: the previous process may have
+    // died before its names were on disk (the rotation at startup marks it dirty)
+    for (const f of this.#list) if (!f.handle) f.needSync = this.position;
+    if (this.#syncing) {
+      for (const f of this.#list) {
+        if (f.handle) continue;
+        try {
+          const h = this.#files.open(f.path, "any");
+          h.syncNow();
+          h.close();
+        } catch (e) {
+          this.#log(`binlog: cannot fsync ${f.path}: ${errorText(e)}`);
+        }
+      }
+    }
+    this.collect(-1);
+  }
+
+  /** fsync every file with bytes after `synced` (and the directory if names changed); throws on failure. */
+  async syncAll(synced: number): Promise<void> {
+    const target = this.position;
+    const batch: LogFile[] = [];
+    const c = this.current;
+    if (c?.handle && c.lastWrite > synced) batch.push(c);
+    for (const f of this.#closing) if (f.lastWrite > synced) batch.push(f);
+    const dir = this.#dirDirty;
+    this.#dirDirty = false;
+    const jobs: Promise<void>[] = batch.map((f) => f.handle!.sync());
+    if (dir) jobs.push(this.#files.syncDir(this.#dir));
+    for (const f of batch) this.#inSync.add(f);
+    try {
+      await Promise.all(jobs);
+    } catch (e) {
+      if (dir) this.#dirDirty = true;
+      throw e;
+    } finally {
+      // files removed meanwhile kept their handle open for this fsync
+      for (const f of batch) {
+        this.#inSync.delete(f);
+        if (this.#bySeq.get(f.seq) !== f) {
+          closeQuietly(f.handle);
+          f.handle = undefined;
+        }
+      }
+    }
+    // retired files now fully on disk need no handle any more; a file retired while
+    // this sync ran may have bytes it did not cover
+    this.#closing = this.#closing.filter((f) => {
+      if (f.lastWrite > target) return true;
+      closeQuietly(f.handle);
+      f.handle = undefined;
+      return false;
+    });
+  }
+
+  /** Drop every open handle without syncing (after a failed fsync); a new file must follow. */
+  abandonUnsynced(): void {
+    this.flush(); // the checkpoint that follows supersedes these records; they just must not linger
+    for (const f of [...this.#closing, ...(this.current ? [this.current] : [])]) {
+      closeQuietly(f.handle);
+      f.handle = undefined;
+    }
+    this.#closing = [];
+    this.current = undefined;
+  }
+
+  /** Write what is pending, then close everything, fsyncing first when `sync`; false if either failed. */
+  closeAll(sync: boolean): boolean {
+    let ok = this.flush();
+    for (const f of [...this.#closing, ...(this.current ? [this.current] : [])]) {
+      if (sync && f.handle) {
+        try {
+          f.handle.syncNow();
+        } catch (e) {
+          ok = false;
+          this.#log(`binlog: fsync of ${f.path} failed at close: ${errorText(e)}`);
+        }
+      }
+      closeQuietly(f.handle);
+      f.handle = undefined;
+    }
+    this.#closing = [];
+    return ok;
+  }
+
+  #retire(f: LogFile | undefined): void {
+    if (!f?.handle) return;
+    if (this.#syncing) {
+      this.#closing.push(f);
+    } else {
+      closeQuietly(f.handle);
+      f.handle = undefined;
+    }
+  }
+
+  #remove(f: LogFile): void {
+    this.#list.shift();
+    this.#bySeq.delete(f.seq);
+    this.#closing = this.#closing.filter((x) => x !== f);
+    // an fsync still running on it would fail (EBADF) and force a checkpoint
+    if (!this.#inSync.has(f)) {
+      closeQuietly(f.handle);
+      f.handle = undefined;
+    }
+    this.bytes -= f.size;
+    try {
+      this.#files.unlink(f.path);
+    } catch (e) {
+      if (errorCode(e) !== "ENOENT") this.#log(`binlog: cannot remove ${f.path}: ${errorText(e)}`);
+    }
+    this.#dirDirty = true;
+  }
+
+  #complain(msg: string): false {
+    if (!this.#complained) this.#log(msg);
+    this.#complained = true;
+    return false;
+  }
+}
+
+/** Initial size of the pending buffer, and the most it keeps after a flush. */
+const PENDING_START = 64 * 1024;
+const PENDING_KEEP = 1024 * 1024;
+
+function closeQuietly(h: AppendFile | undefined): void {
+  try {
+    h?.close();
+  } catch {
+    // closing is best effort
+  }
+}

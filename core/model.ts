@@ -1,0 +1,249 @@
+// The engine's data model in one file, read top to bottom (beanstalkd's dat.h): a Job,
+// the Tube that holds it (ready and delayed heaps, buried list, waiting clients), the
+// Client (one connection as the engine sees it: used tube, watch list, reservations,
+// its wait) and the one intrusive List type that links them. They refer to each other,
+// so they live together: no import cycle between files.
+import type { JobState } from "./wal.ts";
+import { Heap } from "./heap.ts";
+
+export type { JobState };
+
+/** Something that can be on one intrusive list at a time (its own links, no node objects). */
+export interface Linked<T> {
+  prev: T | null;
+  next: T | null;
+}
+
+/**
+ * An intrusive doubly linked FIFO: a tube's buried jobs, a client's reservations, a
+ * tube's waiting clients. One type for all three, as beanstalkd's ms/job lists.
+ */
+export class List<T extends Linked<T>> {
+  head: T | null = null;
+  tail: T | null = null;
+  size = 0;
+
+  push(x: T): void {
+    x.prev = this.tail;
+    x.next = null;
+    if (this.tail) this.tail.next = x;
+    else this.head = x;
+    this.tail = x;
+    this.size++;
+  }
+
+  remove(x: T): void {
+    if (x.prev) x.prev.next = x.next;
+    else this.head = x.next;
+    if (x.next) x.next.prev = x.prev;
+    else this.tail = x.prev;
+    x.prev = x.next = null;
+    this.size--;
+  }
+}
+
+// ---- Job ---------------------------------------------------------------------------
+
+/** Priorities below this count as "urgent" in stats (beanstalkd URGENT_THRESHOLD). */
+export const URGENT_PRI = 1024;
+
+/** One job: its body, scheduling fields, counters, and its links (heap slots, one list). */
+export class Job {
+  readonly id: number;
+  readonly tube: Tube;
+  /**
+   * Where the body (with its trailing CRLF) lives: a range of a buffer that may be
+   * shared with other bodies. Kept as three fields rather than a Uint8Array view,
+   * which would cost an object per job (memory per job is a goal).
+   */
+  readonly #buf: ArrayBufferLike;
+  readonly #off: number;
+  readonly #len: number;
+  pri: number;
+  delayMs: number;
+  ttrMs: number;
+  /** Monotonic ms when created (may lie before process start after a restart). */
+  createdAt: number;
+  state: JobState = "ready";
+  /** Monotonic ms: delayed → when it becomes ready; reserved → when TTR ends. */
+  deadline = 0;
+  reserves = 0;
+  timeouts = 0;
+  releases = 0;
+  buries = 0;
+  kicks = 0;
+  /** Slot in the tube's ready or delayed heap. */
+  tubeSlot = -1;
+  /** Slot in the queue's delayed-promotion or TTR heap. */
+  timeSlot = -1;
+  /** The connection holding the reservation. */
+  owner: Client | null = null;
+  /** Links of the one list the job is on: its tube's buried FIFO or its owner's reserved list. */
+  prev: Job | null = null;
+  next: Job | null = null;
+
+  constructor(
+    id: number,
+    tube: Tube,
+    pri: number,
+    delayMs: number,
+    ttrMs: number,
+    body: Uint8Array,
+    createdAt: number,
+  ) {
+    this.id = id;
+    this.tube = tube;
+    this.#buf = body.buffer;
+    this.#off = body.byteOffset;
+    this.#len = body.length;
+    this.pri = pri;
+    this.delayMs = delayMs;
+    this.ttrMs = ttrMs;
+    this.createdAt = createdAt;
+  }
+
+  /** Body including its trailing CRLF, exactly as sent; never mutate it. */
+  get body(): Uint8Array {
+    return new Uint8Array(this.#buf, this.#off, this.#len);
+  }
+
+  /** Body length on the wire (without the trailing CRLF). */
+  get size(): number {
+    return this.#len - 2;
+  }
+}
+
+/** Ready order: priority, then id (ids are unique, so the order is total). */
+export function readyBefore(a: Job, b: Job): boolean {
+  return a.pri < b.pri || (a.pri === b.pri && a.id < b.id);
+}
+
+/** Delayed and TTR order: deadline, then id. */
+export function deadlineBefore(a: Job, b: Job): boolean {
+  return a.deadline < b.deadline || (a.deadline === b.deadline && a.id < b.id);
+}
+
+export const tubeSlot = {
+  get: (j: Job) => j.tubeSlot,
+  set: (j: Job, i: number) => {
+    j.tubeSlot = i;
+  },
+};
+
+export const timeSlot = {
+  get: (j: Job) => j.timeSlot,
+  set: (j: Job, i: number) => {
+    j.timeSlot = i;
+  },
+};
+
+// ---- Tube --------------------------------------------------------------------------
+
+/** One entry of a tube's waiting list; a waiting client has one per watched tube. */
+export interface WaitNode {
+  client: Client;
+  tube: Tube;
+  prev: WaitNode | null;
+  next: WaitNode | null;
+}
+
+export class Tube {
+  readonly name: string;
+  readonly ready = new Heap<Job>(readyBefore, tubeSlot);
+  readonly delayed = new Heap<Job>(deadlineBefore, tubeSlot);
+  readonly buried = new List<Job>();
+  /** Ready jobs with pri < 1024. */
+  urgent = 0;
+  reserved = 0;
+  /** Waiting connections, first come first served (1.12's order is not FIFO; we fix that). */
+  readonly waiters = new List<WaitNode>();
+  using = 0;
+  watching = 0;
+  totalJobs = 0;
+  cmdDelete = 0;
+  cmdPauseTube = 0;
+  /** Length of the current pause in ms, and when it ends (monotonic); 0 when not paused. */
+  pauseMs = 0;
+  unpauseAt = 0;
+  /** Position in the queue's tube list (swap-remove order, as list-tubes shows). */
+  listSlot = -1;
+
+  constructor(name: string) {
+    this.name = name;
+  }
+
+  /** Clients waiting in reserve on this tube. */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
+  /** Every job of this tube, in any state. */
+  get jobs(): number {
+    return this.ready.size + this.delayed.size + this.buried.size + this.reserved;
+  }
+
+  /** Nothing refers to this tube any more (the queue keeps "default" regardless). */
+  get unreferenced(): boolean {
+    return this.using === 0 && this.watching === 0 && this.jobs === 0;
+  }
+
+  pushReady(j: Job): void {
+    j.state = "ready";
+    this.ready.push(j);
+    if (j.pri < URGENT_PRI) this.urgent++;
+  }
+
+  removeReady(j: Job): void {
+    this.ready.remove(j);
+    if (j.pri < URGENT_PRI) this.urgent--;
+  }
+
+  addWaiter(client: Client): WaitNode {
+    const n: WaitNode = { client, tube: this, prev: null, next: null };
+    this.waiters.push(n);
+    return n;
+  }
+
+  removeWaiter(n: WaitNode): void {
+    this.waiters.remove(n);
+  }
+}
+
+// ---- Client ------------------------------------------------------------------------
+
+/** How a wait in reserve ended, when it did not end with a job. */
+export type WaitEnd = "TIMED_OUT" | "DEADLINE_SOON";
+
+export class Client {
+  use: Tube;
+  /** The watch list, an unordered multiset: removal moves the last entry into the gap (as 1.12). */
+  readonly watching: Tube[] = [];
+  readonly reserved = new List<Job>();
+  producer = false;
+  worker = false;
+  /** Non-null while waiting in reserve: one node per watched tube. */
+  waitNodes: WaitNode[] | null = null;
+  /** Monotonic ms when the wait ends by timeout; Infinity for plain reserve. */
+  waitUntil = Infinity;
+  /** When the next wake check is due (timeout or DEADLINE_SOON), in the wake heap. */
+  wakeAt = Infinity;
+  wakeSlot = -1;
+  /** Called when a wait ends: with the reserved job, or the reason it ended without one. */
+  readonly onWake: (result: Job | WaitEnd) => void;
+
+  constructor(use: Tube, onWake: (result: Job | WaitEnd) => void) {
+    this.use = use;
+    this.onWake = onWake;
+  }
+
+  get isWaiting(): boolean {
+    return this.waitNodes !== null;
+  }
+
+  /** The deadline of this client's soonest reservation, or Infinity. */
+  soonestDeadline(): number {
+    let t = Infinity;
+    for (let j = this.reserved.head; j; j = j.next) if (j.deadline < t) t = j.deadline;
+    return t;
+  }
+}

@@ -1,0 +1,195 @@
+// The commands: one parsed line -> the queue -> one reply, as a switch over the opcode
+// that the compiler checks for completeness. The state a command reads and sets (the
+// client, the output, the put waiting for its body, the flags the connection's loop
+// acts on) is the connection's Session; this file owns no state.
+import { Command, COUNTER_OF, OP, parseCommand } from "./command.ts";
+import type { Parser } from "./parser.ts";
+import { Output, R } from "./reply.ts";
+import { listYaml, type ServerFacts, statsJobYaml, statsTubeYaml, statsYaml } from "./yaml.ts";
+import { assertNever } from "./never.ts";
+import type { Queue, Refusal } from "../core/queue.ts";
+import type { Client, Job, WaitEnd } from "../core/model.ts";
+
+/** What a connection needs from the server it belongs to (Service provides it). */
+export interface ConnectionContext {
+  readonly queue: Queue;
+  /** Allocates job bodies (a BodyArena shared by every connection). */
+  readonly bodies: (n: number) => Uint8Array;
+  readonly facts: ServerFacts;
+  /** -V count: 1 logs connections, 2 also commands. */
+  readonly verbose: number;
+  readonly log: (line: string) => void;
+  readonly error: (line: string) => void;
+}
+
+/** One connection's command state, shared by its loop (connection.ts) and the commands. */
+export class Session {
+  readonly out = new Output();
+  /** The last line parsed; a put's pri/delay/ttr wait here for its body. */
+  readonly cmd = new Command();
+  readonly queue: Queue;
+  /** A change in this batch went to the log: flush it before any reply goes out. */
+  logged = false;
+  /** quit was read (or the input ended): close once the replies are out. */
+  quit = false;
+  /** The client waits in reserve. */
+  waiting = false;
+  /** The peer half-closed its sending side. */
+  eof = false;
+
+  constructor(
+    readonly ctx: ConnectionContext,
+    readonly parser: Parser,
+    readonly client: Client,
+    /** For log lines (1.12 prints the fd). */
+    readonly id: number,
+  ) {
+    this.queue = ctx.queue;
+  }
+}
+
+/** Run one command line, buf[start, end), writing its reply to s.out. */
+export function dispatch(s: Session, buf: Uint8Array, start: number, end: number): void {
+  const cmd = s.cmd;
+  const q = s.queue;
+  const c = s.client;
+  const out = s.out;
+  const counters = q.counters;
+  if (s.ctx.verbose > 1) {
+    s.ctx.log(`<${s.id} command ${String.fromCharCode(...buf.subarray(start, end))}`);
+  }
+  const op = parseCommand(buf, start, end, cmd);
+  // Counted once the line has parsed (beanstalkd's op_ct[type]++), before the command
+  // runs: a put is counted even when its body turns out too big, a pause-tube even
+  // when its name is then refused.
+  const counter = COUNTER_OF[op]!;
+  if (counter >= 0) counters.bump(counter);
+  switch (op) {
+    case OP.BAD_FORMAT:
+      return out.bytes(R.BAD_FORMAT);
+    case OP.UNKNOWN_COMMAND:
+      return out.bytes(R.UNKNOWN_COMMAND);
+    case OP.PUT:
+      // JOB_TOO_BIG only after the body (and its CRLF) has been swallowed, and
+      // before the trailing-garbage check, as 1.12 does.
+      if (cmd.n > q.maxJobSize) return s.parser.skip(cmd.n + 2);
+      if (cmd.trailing) return out.bytes(R.BAD_FORMAT);
+      q.markProducer(c);
+      // pri, delay and ttr stay in cmd until the body arrives: no line is parsed before.
+      return s.parser.expectBody(cmd.n + 2);
+    case OP.PEEK:
+      return found(s, q.peek(cmd.id));
+    case OP.PEEK_READY:
+      return found(s, q.peekReady(c));
+    case OP.PEEK_DELAYED:
+      return found(s, q.peekDelayed(c));
+    case OP.PEEK_BURIED:
+      return found(s, q.peekBuried(c));
+    case OP.RESERVE:
+      return reserve(s, Infinity);
+    case OP.RESERVE_TIMEOUT:
+      // A negative timeout (1.12's strtol reading) waits forever, like reserve.
+      return reserve(s, cmd.n < 0 ? Infinity : cmd.n * 1000);
+    case OP.RESERVE_JOB: {
+      const j = q.reserveJob(c, cmd.id);
+      return j ? out.job(R.RESERVED_, j.id, j.body) : out.bytes(R.NOT_FOUND);
+    }
+    case OP.DELETE:
+      return logResult(s, q.delete(c, cmd.id), "DELETED");
+    case OP.RELEASE:
+      return logResult(s, q.release(c, cmd.id, cmd.pri, cmd.delay), "RELEASED");
+    case OP.BURY:
+      return logResult(s, q.bury(c, cmd.id, cmd.pri), "BURIED");
+    case OP.KICK: {
+      const n = q.kick(c, cmd.n);
+      if (n === "INTERNAL_ERROR") return out.bytes(R.INTERNAL_ERROR);
+      if (n > 0) s.logged = true;
+      return out.line(R.KICKED_, n);
+    }
+    case OP.KICK_JOB:
+      return logResult(s, q.kickJob(cmd.id), "KICKED");
+    case OP.TOUCH:
+      return out.bytes(q.touch(c, cmd.id) ? R.TOUCHED : R.NOT_FOUND);
+    case OP.STATS_JOB: {
+      const s = q.statsJob(cmd.id);
+      return s ? out.data(statsJobYaml(s)) : out.bytes(R.NOT_FOUND);
+    }
+    case OP.STATS_TUBE: {
+      const s = q.statsTube(cmd.tube);
+      return s ? out.data(statsTubeYaml(s)) : out.bytes(R.NOT_FOUND);
+    }
+    case OP.STATS:
+      return out.data(statsYaml(q, s.ctx.facts));
+    case OP.USE:
+      q.use(c, cmd.tube);
+      out.bytes(R.USING_);
+      out.text(cmd.tube);
+      return out.bytes(R.CRLF);
+    case OP.WATCH:
+      return out.line(R.WATCHING_, q.watch(c, cmd.tube));
+    case OP.IGNORE: {
+      const n = q.ignore(c, cmd.tube);
+      return n === "NOT_IGNORED" ? out.bytes(R.NOT_IGNORED) : out.line(R.WATCHING_, n);
+    }
+    case OP.LIST_TUBES_WATCHED:
+      return out.data(listYaml(c.watching.map((t) => t.name)));
+    case OP.LIST_TUBE_USED:
+      out.bytes(R.USING_);
+      out.text(c.use.name);
+      return out.bytes(R.CRLF);
+    case OP.LIST_TUBES:
+      return out.data(listYaml(q.tubeNames()));
+    case OP.QUIT:
+      s.quit = true;
+      return;
+    case OP.PAUSE_TUBE:
+      if (cmd.badName) return out.bytes(R.BAD_FORMAT);
+      return out.bytes(q.pauseTube(cmd.tube, cmd.delay) ? R.PAUSED : R.NOT_FOUND);
+    default:
+      return assertNever(op);
+  }
+}
+
+/** The body of the put whose line was the last one dispatched. */
+export function putBody(s: Session, body: Uint8Array): void {
+  const q = s.queue;
+  const n = body.length;
+  if (body[n - 2] !== 13 || body[n - 1] !== 10) {
+    // The job object existed in 1.12 by now, so its id is used up.
+    q.burnId();
+    return s.out.bytes(R.EXPECTED_CRLF);
+  }
+  const r = q.put(s.client, s.cmd.pri, s.cmd.delay, s.cmd.ttr, body);
+  if (r === "DRAINING") {
+    s.ctx.error("server error: DRAINING");
+    return s.out.bytes(R.DRAINING);
+  }
+  if (r === "OUT_OF_MEMORY") return s.out.bytes(R.OUT_OF_MEMORY);
+  s.logged = true;
+  s.out.line(R.INSERTED_, r.id);
+}
+
+function logResult<Ok extends "DELETED" | "RELEASED" | "BURIED" | "KICKED">(s: Session, r: Ok | Refusal, ok: Ok): void {
+  if (r === ok) s.logged = true;
+  s.out.bytes(R[r]);
+}
+
+function found(s: Session, j: Job | undefined): void {
+  if (j) s.out.job(R.FOUND_, j.id, j.body);
+  else s.out.bytes(R.NOT_FOUND);
+}
+
+function reserve(s: Session, timeoutMs: number): void {
+  const q = s.queue;
+  const r = q.reserve(s.client, timeoutMs);
+  if (r !== null) return reserved(s, r);
+  // A reserve read after the peer half-closed can never be answered by a job.
+  if (s.eof) return q.cancelWait(s.client);
+  s.waiting = true;
+}
+
+/** A reserve answered: the job, TIMED_OUT or DEADLINE_SOON. */
+export function reserved(s: Session, r: Job | WaitEnd): void {
+  if (typeof r === "string") s.out.bytes(R[r]);
+  else s.out.job(R.RESERVED_, r.id, r.body);
+}

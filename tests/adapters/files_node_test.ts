@@ -1,0 +1,187 @@
+// The binlog over the real file system (node:fs), in a temporary directory: the
+// same module must behave the same under Deno and Bun, lock included.
+import { after, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { openBinlog, WalOpenError } from "../../core/binlog/binlog.ts";
+import { nodeFiles } from "../../adapters/files_node.ts";
+import type { JobRecord } from "../../core/wal.ts";
+import { BUN, DENO, ROOT, RUNTIME } from "../harness/paths.ts";
+import { ok } from "../harness/binlog_fixture.ts";
+
+const base = fs.mkdtempSync(join(tmpdir(), "tubeway-binlog-"));
+after(() => fs.rmSync(base, { recursive: true, force: true }));
+let n = 0;
+
+function freshDir(): string {
+  const d = join(base, `d${n++}`);
+  fs.mkdirSync(d);
+  return d;
+}
+
+function open(dir: string, logs: string[] = [], durableAcks = false) {
+  return openBinlog(
+    { dir, fsyncMs: 0, durableAcks, maxFileSize: 4096, maxJobSize: 65535, log: (m) => logs.push(m) },
+    nodeFiles,
+    { now: () => Date.now() },
+    () => undefined,
+  );
+}
+
+function job(id: number, text: string): JobRecord {
+  return {
+    id,
+    tube: "default",
+    pri: 1,
+    delayMs: 0,
+    ttrMs: 60_000,
+    createdAtMs: 1_700_000_000_000,
+    deadlineAtMs: 0,
+    state: "ready",
+    reserves: 0,
+    timeouts: 0,
+    releases: 0,
+    buries: 0,
+    kicks: 0,
+    body: new TextEncoder().encode(text + "\r\n"),
+  };
+}
+
+function writeLock(dir: string, v: Record<string, unknown>): void {
+  fs.writeFileSync(join(dir, "lock"), JSON.stringify(v));
+}
+
+function bootId(): string {
+  try {
+    return fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  } catch {
+    return "";
+  }
+}
+
+describe("binlog on the real file system", () => {
+  test("write, close, reopen", async () => {
+    const dir = freshDir();
+    const logs: string[] = [];
+    const { wal, recovered } = open(dir, logs, true);
+    assert.deepEqual(recovered.jobs, []);
+    for (let i = 1; i <= 30; i++) assert.equal(wal.put(job(i, `job ${i} ${"x".repeat(200)}`)), true);
+    assert.equal(wal.update({ ...job(3, ""), state: "buried", buries: 1 }), true);
+    assert.equal(wal.update({ ...job(4, ""), state: "deleted" }), true);
+    assert.equal(await ok(wal.synced()), true);
+    assert.ok(wal.stats().currentIndex > 1, "rotated at -s 4096");
+    wal.close();
+    assert.equal(fs.existsSync(join(dir, "lock")), false, "lock released");
+    const again = open(dir, logs);
+    assert.equal(again.recovered.jobs.length, 29);
+    assert.deepEqual(again.recovered.jobs.at(-1)?.id, 3);
+    assert.equal(again.recovered.jobs.at(-1)?.state, "buried");
+    assert.deepEqual(logs, []);
+    const names = fs.readdirSync(dir).sort();
+    assert.ok(names.includes("ballast") && names.includes("lock"));
+    assert.ok(names.every((x) => /^(binlog\.\d+|ids\.\d+|ballast|lock)$/.test(x)), names.join(","));
+    again.wal.close();
+  });
+
+  test("put/delete churn: files removed while an fsync runs on them do not fail that fsync", async () => {
+    const dir = freshDir();
+    const logs: string[] = [];
+    const { wal } = openBinlog(
+      { dir, fsyncMs: 0, durableAcks: false, maxFileSize: 4096, maxJobSize: 65535, log: (m) => logs.push(m) },
+      nodeFiles,
+      { now: () => Date.now() },
+      () => undefined,
+    );
+    // the first id reservation reaches ids.N with the first round; from then on dead files go at once
+    assert.equal(wal.put(job(1, "first")), true);
+    assert.equal(wal.update({ ...job(1, ""), state: "deleted" }), true);
+    await new Promise((r) => setTimeout(r, 50));
+    let peak = 0;
+    for (let i = 2; i <= 4001; i += 16) {
+      for (let k = i; k < i + 16; k++) assert.equal(wal.put(job(k, `job ${k} ${"x".repeat(120)}`)), true);
+      for (let k = i; k < i + 16; k++) assert.equal(wal.update({ ...job(k, ""), state: "deleted" }), true);
+      await new Promise((r) => setImmediate(r));
+      peak = Math.max(peak, wal.usage().bytes);
+    }
+    // a failed fsync would have rewritten the live jobs (a checkpoint)
+    assert.deepEqual(logs, []);
+    assert.equal(wal.stats().recordsMigrated, 0);
+    assert.ok(peak <= 3 * 4096, `peak ${peak} bytes`);
+    wal.close();
+  });
+
+  test("a second open in the same process fails; after close it works", () => {
+    const dir = freshDir();
+    const first = open(dir);
+    assert.throws(() => open(dir), (e: unknown) => {
+      assert.ok(e instanceof WalOpenError);
+      assert.equal(
+        e.message,
+        `failed to lock wal dir ${dir}: locked by pid ${process.pid} on ${hostname()} ` +
+          `(remove ${dir}/lock if that process is not a tubeway server)`,
+      );
+      return true;
+    });
+    first.wal.close();
+    open(dir).wal.close();
+  });
+
+  test("a lock held by another live process is respected", async () => {
+    const dir = freshDir();
+    const script = join(base, "hold.ts");
+    fs.writeFileSync(
+      script,
+      `import { openBinlog } from ${JSON.stringify(join(ROOT, "core/binlog/binlog.ts"))};
+import { nodeFiles } from ${JSON.stringify(join(ROOT, "adapters/files_node.ts"))};
+const { wal } = openBinlog({ dir: ${JSON.stringify(dir)}, fsyncMs: 0, durableAcks: false,
+  maxFileSize: 4096, maxJobSize: 100, log: () => {} }, nodeFiles, { now: () => Date.now() }, () => undefined);
+console.log("held");
+process.stdin.on("data", () => {}); process.stdin.on("end", () => { wal.close(); process.exit(0); });
+`,
+    );
+    const args = RUNTIME === "bun" ? [BUN, "run", script] : [DENO, "run", "-A", script];
+    const child = spawn(args[0]!, args.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on("data", (d: Buffer) => d.toString().includes("held") && resolve());
+      child.on("exit", (code) => reject(new Error(`holder exited ${code}`)));
+    });
+    assert.throws(() => open(dir), new RegExp(`locked by pid ${child.pid} `));
+    child.stdin!.end();
+    await new Promise((r) => child.on("exit", r));
+    open(dir).wal.close();
+  });
+
+  test("stale locks are broken: dead pid, earlier boot, our pid from an earlier process", async () => {
+    const dead = spawn(process.execPath, ["--version"]);
+    await new Promise((r) => dead.on("exit", r));
+    const boot = bootId();
+    const cases: Record<string, unknown>[] = [
+      { pid: dead.pid, host: hostname(), boot, started: 1, token: "t1" },
+      { pid: process.pid, host: hostname(), boot, started: 1, token: "t2" },
+    ];
+    if (boot) cases.push({ pid: process.ppid, host: hostname(), boot: "another-boot", started: 1, token: "t3" });
+    for (const lock of cases) {
+      const dir = freshDir();
+      writeLock(dir, lock);
+      open(dir).wal.close();
+      assert.equal(fs.existsSync(join(dir, "lock")), false);
+    }
+  });
+
+  test("locks from another host, or not ours at all, are never broken", () => {
+    const other = freshDir();
+    writeLock(other, { pid: 1, host: "elsewhere", boot: "", started: 1, token: "t" });
+    assert.throws(() => open(other), /locked by pid 1 on elsewhere/);
+    const empty = freshDir();
+    fs.writeFileSync(join(empty, "lock"), ""); // what beanstalkd leaves behind
+    assert.throws(() => open(empty), /lock exists and is not a tubeway lock/);
+  });
+
+  test("a missing directory is a clear error", () => {
+    assert.throws(() => open(join(base, "missing")), /^WalOpenError|failed to lock wal dir .*: no such directory$/);
+  });
+});

@@ -1,0 +1,157 @@
+// The log as a connection sees it (in process, over in-memory files): the records
+// of one batch of commands are written with one append before any of the batch's
+// replies goes out; when that write fails, none of them goes out and the connection
+// is dropped; in durable-ack mode no reply goes out before its fsync.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { openBinlog } from "../../core/binlog/binlog.ts";
+import type { AppendFile } from "../../core/files.ts";
+import { MemoryFiles } from "../harness/files_memory.ts";
+import { systemClock } from "../../core/clock.ts";
+import { Queue } from "../../core/queue.ts";
+import { Service } from "../../protocol/service.ts";
+import { Connection } from "../../protocol/connection.ts";
+
+const DIR = "/wal";
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** Records "append" for every write to a log file, in the same list as what connections send. */
+class EventFiles extends MemoryFiles {
+  constructor(readonly events: string[]) {
+    super([DIR]);
+  }
+
+  override open(path: string, mode: "new" | "any"): AppendFile {
+    const h = super.open(path, mode);
+    if (!/\/binlog\.\d+$/.test(path)) return h;
+    return {
+      path: h.path,
+      size: () => h.size(),
+      append: (b: Uint8Array) => {
+        h.append(b);
+        this.events.push("append");
+      },
+      truncate: (n: number) => h.truncate(n),
+      sync: () => h.sync(),
+      syncNow: () => h.syncNow(),
+      close: () => h.close(),
+    };
+  }
+}
+
+function setup(durableAcks: boolean) {
+  const events: string[] = [];
+  const errors: string[] = [];
+  const files = new EventFiles(events);
+  const live: { queue?: Queue } = {};
+  const { wal } = openBinlog(
+    { dir: DIR, fsyncMs: durableAcks ? 0 : 50, durableAcks, maxFileSize: 1 << 20, maxJobSize: 65535, log: () => {} },
+    files,
+    systemClock,
+    (id) => live.queue?.liveRecord(id),
+  );
+  const queue = new Queue({ clock: systemClock, wal });
+  live.queue = queue;
+  const svc = new Service({ queue, log: () => {}, error: (l) => errors.push(l) });
+  /** A connection whose writes go to `events` ("name: text"); `hold` makes the next write pending. */
+  const connect = (name: string) => {
+    let held: (() => void) | undefined;
+    let hold = false;
+    const conn = new Connection(svc, {
+      write(piece) {
+        events.push(`${name}: ${dec.decode(piece)}`);
+        if (hold) {
+          hold = false;
+          return new Promise<void>((r) => (held = r));
+        }
+      },
+      close() {
+        events.push(`${name}: closed`);
+      },
+    });
+    return {
+      conn,
+      send(text: string) {
+        conn.push(enc.encode(text));
+      },
+      holdNextWrite: () => (hold = true),
+      finishWrite: () => held?.(),
+    };
+  };
+  return { events, errors, files, wal, queue, connect };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+/** Everything `name` sent, as one string (replies of a batch may go out as one piece). */
+function sentBy(events: string[], name: string): string {
+  return events.filter((e) => e.startsWith(`${name}: `)).map((e) => e.slice(name.length + 2)).join("");
+}
+
+function puts(n: number, tag: string): string {
+  let s = "";
+  for (let i = 0; i < n; i++) s += `put 0 0 60 ${tag.length + String(i).length}\r\n${tag}${i}\r\n`;
+  return s;
+}
+
+describe("the log under a connection", () => {
+  test("a batch of commands: one append, before any of its replies", async () => {
+    const t = setup(false);
+    const a = t.connect("a");
+    a.send(puts(1, "warm")); // the first put grows the ballast and reserves ids
+    await tick();
+    t.events.length = 0;
+    a.send(puts(20, "x") + "reserve-with-timeout 0\r\n");
+    const first = t.events.length;
+    a.send("bury 1 5\r\nkick 1\r\n" + puts(3, "y"));
+    await tick();
+    assert.deepEqual(t.events[0], "append", "the first batch's records, then its replies");
+    assert.ok(t.events.slice(1, first).every((e) => e.startsWith("a: ")), t.events.join("|"));
+    assert.deepEqual(t.events[first], "append", "the second batch's records, then its replies");
+    assert.ok(t.events.slice(first + 1).every((e) => e.startsWith("a: ")), t.events.join("|"));
+    const replies = sentBy(t.events, "a");
+    assert.equal((replies.match(/INSERTED \d+\r\n/g) ?? []).length, 23);
+    assert.match(replies, /RESERVED 1 5\r\nwarm0\r\n/);
+    assert.match(replies, /BURIED\r\nKICKED 1\r\n/);
+    t.wal.close();
+  });
+
+  test("a failed write: none of the batch's replies, the connection is dropped, the others go on", async () => {
+    const t = setup(false);
+    const a = t.connect("a");
+    const b = t.connect("b");
+    b.send(puts(1, "warm"));
+    await tick();
+    t.events.length = 0;
+    t.files.failAppend(1, { code: "EIO" });
+    a.send(puts(5, "lost") + "stats\r\n");
+    await tick();
+    assert.equal(sentBy(t.events, "a"), "closed");
+    assert.equal(t.errors.length, 1);
+    assert.match(t.errors[0]!, /binlog write failed/);
+    assert.ok(a.conn.closed);
+    b.send(puts(2, "later"));
+    await tick();
+    assert.equal(sentBy(t.events, "b"), "INSERTED 7\r\nINSERTED 8\r\n");
+    t.wal.close();
+  });
+
+  test("durable acks: no reply before its fsync, also when an earlier write completes meanwhile", async () => {
+    const t = setup(true);
+    const a = t.connect("a");
+    a.holdNextWrite();
+    a.send(puts(1, "first"));
+    await tick(); // fsynced; its reply is being written (the socket is slow)
+    assert.equal(sentBy(t.events, "a"), "INSERTED 1\r\n");
+    const release = t.files.holdSyncs();
+    a.send(puts(2, "second")); // logged; its fsync is held
+    a.finishWrite(); // the first write completes while that fsync runs
+    await tick();
+    assert.equal(sentBy(t.events, "a"), "INSERTED 1\r\n");
+    release();
+    await tick();
+    assert.equal(sentBy(t.events, "a"), "INSERTED 1\r\nINSERTED 2\r\nINSERTED 3\r\n");
+    t.wal.close();
+  });
+});

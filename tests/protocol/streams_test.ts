@@ -1,0 +1,52 @@
+// serveStreams over in-memory web streams: the library entry point (mod.ts
+// serveConnection), with a byte stream (read with a BYOB reader) and a default one.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { serveStreams, Service } from "../../mod.ts";
+
+const enc = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0));
+const dec = (chunks: Uint8Array[]) => chunks.map((c) => String.fromCharCode(...c)).join("");
+
+/** Feed `input` in the given pieces, then end the stream; return everything written back. */
+async function session(kind: "bytes" | "default", pieces: string[]): Promise<string> {
+  const svc = new Service({ log: () => {}, error: () => {} });
+  const out: Uint8Array[] = [];
+  let i = 0;
+  const readable = kind === "bytes"
+    ? new ReadableStream({
+      type: "bytes",
+      pull(c: ReadableByteStreamController) {
+        if (i < pieces.length) return c.enqueue(enc(pieces[i++]!));
+        c.close();
+        c.byobRequest?.respond(0); // a pending BYOB read completes only when answered
+      },
+    }) as ReadableStream<Uint8Array>
+    : new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (i < pieces.length) c.enqueue(enc(pieces[i++]!));
+        else c.close();
+      },
+    });
+  const writable = new WritableStream<Uint8Array>({ write: (chunk) => void out.push(chunk.slice()) });
+  await serveStreams(svc, { readable, writable });
+  svc.close();
+  return dec(out);
+}
+
+describe("serveStreams", () => {
+  for (const kind of ["bytes", "default"] as const) {
+    it(`serves a ${kind} stream to its end, commands split anywhere`, async () => {
+      const got = await session(kind, [
+        "put 0 0 60 5\r",
+        "\nhel",
+        "lo\r\nreserve-with",
+        "-timeout 0\r\nlist-tube-used\r\n",
+      ]);
+      assert.equal(got, "INSERTED 1\r\nRESERVED 1 5\r\nhello\r\nUSING default\r\n");
+    });
+  }
+
+  it("answers a reserve left waiting at EOF with TIMED_OUT before it closes", async () => {
+    assert.equal(await session("bytes", ["reserve\r\n"]), "TIMED_OUT\r\n");
+  });
+});

@@ -1,0 +1,93 @@
+// The YAML documents, byte for byte.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { listYaml, quote, statsJobYaml, statsTubeYaml, statsYaml } from "../../protocol/yaml.ts";
+import { ManualClock } from "../../core/clock.ts";
+import { Queue } from "../../core/queue.ts";
+import { STATS_KEYS, TUBE_KEYS } from "../harness/stats_keys.ts";
+
+describe("YAML output", () => {
+  it("lists names raw", () => {
+    assert.equal(listYaml(["default", "a"]), "---\n- default\n- a\n");
+    assert.equal(listYaml([]), "---\n");
+  });
+
+  it("quotes strings as 1.13 does and escapes anything unprintable", () => {
+    assert.equal(quote("default"), '"default"');
+    assert.equal(quote('#1 SMP "x"'), '"#1 SMP \\"x\\""');
+    assert.equal(quote("a\nb\u00e9"), '"a\\x0ab\\xe9"');
+  });
+
+  it("stats-job has 14 keys in wire order", () => {
+    const y = statsJobYaml({
+      id: 7,
+      tube: "t",
+      state: "ready",
+      pri: 1,
+      age: 2,
+      delay: 3,
+      ttr: 4,
+      timeLeft: 0,
+      file: 0,
+      reserves: 5,
+      timeouts: 6,
+      releases: 7,
+      buries: 8,
+      kicks: 9,
+    });
+    assert.equal(
+      y,
+      '---\nid: 7\ntube: "t"\nstate: ready\npri: 1\nage: 2\ndelay: 3\nttr: 4\ntime-left: 0\nfile: 0\n' +
+        "reserves: 5\ntimeouts: 6\nreleases: 7\nburies: 8\nkicks: 9\n",
+    );
+  });
+
+  it("stats-tube has 14 keys in wire order", () => {
+    const q = new Queue({ clock: new ManualClock() });
+    const keys = statsTubeYaml(q.statsTube("default")!).split("\n").slice(1, -1).map((l) => l.split(":")[0]);
+    assert.deepEqual(keys, [...TUBE_KEYS]);
+  });
+
+  it("stats has 51 keys in 1.12's wire order with real values", () => {
+    const clock = new ManualClock();
+    const q = new Queue({ clock });
+    const host = {
+      pid: 42,
+      hostname: "h",
+      os: "#1 SMP",
+      platform: "x86_64",
+      cpu: () => ({ user: 1_500_000, system: 7 }),
+    };
+    clock.advance(3500);
+    const y = statsYaml(q, { host, id: "0123456789abcdef", version: "1.12", startedAt: 1000 });
+    const lines = y.split("\n").slice(1, -1);
+    assert.equal(lines.length, 51);
+    assert.deepEqual(lines.map((l) => l.slice(0, l.indexOf(":"))), [...STATS_KEYS]);
+    const map = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 2)]));
+    assert.deepEqual(Object.keys(map).slice(0, 6), [
+      "current-jobs-urgent",
+      "current-jobs-ready",
+      "current-jobs-reserved",
+      "current-jobs-delayed",
+      "current-jobs-buried",
+      "cmd-put",
+    ]);
+    assert.deepEqual(Object.keys(map).slice(-7), [
+      "binlog-records-written",
+      "binlog-max-size",
+      "draining",
+      "id",
+      "hostname",
+      "os",
+      "platform",
+    ]);
+    assert.equal(map["rusage-utime"], "1.500000");
+    assert.equal(map["rusage-stime"], "0.000007");
+    assert.equal(map.uptime, "3");
+    assert.equal(map.pid, "42");
+    assert.equal(map.version, '"1.12"');
+    assert.equal(map.os, '"#1 SMP"');
+    assert.equal(map.draining, "false");
+    assert.equal(map["binlog-max-size"], "10485760");
+  });
+});

@@ -1,0 +1,163 @@
+// The executable's command line, sockets, signals and exit codes, through the real
+// process of this runtime (deno run server.ts under Deno, bun run server.ts under Bun).
+import { after, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
+import { readFileSync } from "node:fs";
+import { startProcess } from "../harness/targets.ts";
+import { dial } from "../harness/wire.ts";
+
+const SERVER = RUNTIME === "bun"
+  ? [BUN, "run", join(ROOT, "server.ts")]
+  : [DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")];
+
+function run(...args: string[]) {
+  const r = spawnSync(SERVER[0]!, [...SERVER.slice(1), ...args], { encoding: "utf8", timeout: 30_000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+/** Start the server on a UNIX socket and resolve once it accepts. */
+async function startUnix(path: string, extra: string[] = []) {
+  const child = spawn(SERVER[0]!, [...SERVER.slice(1), "-l", `unix:${path}`, ...extra], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let log = "";
+  child.stdout!.on("data", (d) => (log += d));
+  child.stderr!.on("data", (d) => (log += d));
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      const w = await dial({ path }, 500);
+      return { child, w, log: () => log };
+    } catch {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`no listener at ${path}: ${log}`);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+  }
+}
+
+function exited(child: ReturnType<typeof spawn>): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    child.once("exit", (code) => resolve(code));
+  });
+}
+
+describe(`the executable (${RUNTIME})`, () => {
+  const dir = mkdtempSync(join(tmpdir(), "tubeway-cli-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("-v prints the version and exits 0; -h prints usage on stderr and exits 0", () => {
+    const v = run("-v");
+    assert.equal(v.code, 0);
+    assert.match(v.out, /^tubeway \d+\.\d+\.\d+ \(beanstalkd 1\.12 protocol\)\n$/);
+    const h = run("-h");
+    assert.equal(h.code, 0);
+    assert.match(h.err, /^Use: tubeway \[OPTIONS\]/);
+    assert.match(h.err, /-z BYTES/);
+  });
+
+  it("usage errors give beanstalkd's messages and exit 5", () => {
+    for (
+      const [args, msg] of [[["-x"], "unknown flag: -x"], [["-z"], "flag requires an argument: -z"], [
+        ["-z", "12a"],
+        "invalid size: 12a",
+      ], [["foo"], "unknown argument: foo"]] as const
+    ) {
+      const r = run(...args);
+      assert.equal(r.code, 5, `${args.join(" ")}: ${r.err}`);
+      assert.ok(r.err.includes(msg), r.err);
+    }
+  });
+
+  it("-s shows in stats as binlog-max-size even without -b, as in 1.12", async () => {
+    const s = await startProcess(SERVER, ["-s", "4096"]);
+    try {
+      const w = await dial(s.addr);
+      assert.match(await w.cmd("stats"), /\nbinlog-max-size: 4096\n/);
+      w.close();
+    } finally {
+      await s.stop();
+    }
+  });
+
+  it("a port in use exits 111 with a message", async () => {
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
+    const port = (blocker.address() as { port: number }).port;
+    const r = run("-l", "127.0.0.1", "-p", String(port));
+    blocker.close();
+    assert.equal(r.code, 111, r.err);
+    assert.match(r.err, /cannot listen/);
+  });
+
+  it("listens on a UNIX socket, replaces a stale one, and refuses to clobber another file", async () => {
+    const path = join(dir, "t.sock");
+    const a = await startUnix(path);
+    assert.equal(await a.w.put("over unix"), "INSERTED 1\r\n");
+    a.w.close();
+    a.child.kill("SIGKILL");
+    await exited(a.child);
+    assert.ok(existsSync(path), "a killed server leaves its socket file behind");
+    const b = await startUnix(path);
+    assert.match(b.log(), /removing existing local socket to replace it/);
+    assert.equal(await b.w.cmd("list-tube-used"), "USING default\r\n");
+    b.w.close();
+    b.child.kill("SIGTERM");
+    await exited(b.child);
+
+    const plain = join(dir, "not-a-socket");
+    writeFileSync(plain, "keep me");
+    const r = run("-l", `unix:${plain}`);
+    assert.equal(r.code, 111);
+    assert.match(r.err, /another file already exists in the given path/);
+  });
+
+  const root = process.getuid?.() === 0;
+  it("-u USER switches to the user's uid and primary gid after binding; an unknown user exits 32", {
+    skip: skipUnless(root, "switching user needs root"),
+  }, async () => {
+    const s = await startProcess(SERVER, ["-u", "nobody"]);
+    try {
+      const status = readFileSync(`/proc/${s.child!.pid}/status`, "utf8");
+      const nobody = readFileSync("/etc/passwd", "utf8").split("\n").map((l) => l.split(":")).find((f) =>
+        f[0] === "nobody"
+      )!;
+      assert.match(status, new RegExp(`^Uid:\\s+${nobody[2]}\\s`, "m"));
+      assert.match(status, new RegExp(`^Gid:\\s+${nobody[3]}\\s`, "m"));
+      const w = await dial(s.addr);
+      assert.equal(await w.put("as nobody"), "INSERTED 1\r\n");
+      w.close();
+    } finally {
+      await s.stop();
+    }
+    const r = run("-u", "no-such-user-here", "-l", "127.0.0.1", "-p", "0");
+    assert.equal(r.code, 32, r.err);
+    assert.match(r.err, /no such user/);
+  });
+
+  it("SIGTERM closes connections and exits 0; SIGUSR1 drains", async () => {
+    const s = await startProcess(SERVER, ["-V"]);
+    const w = await dial(s.addr);
+    assert.equal(await w.put("x"), "INSERTED 1\r\n");
+    process.kill(s.child!.pid!, "SIGUSR1"); // not child.kill: under deno test that makes the exit status read as the signal
+    const deadline = Date.now() + 5000;
+    let reply = "";
+    while (Date.now() < deadline && (reply = await w.put("y")) !== "DRAINING\r\n") {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(reply, "DRAINING\r\n");
+    assert.equal(await w.cmd("delete 1"), "DELETED\r\n", "other commands still work while draining");
+    assert.match(s.output(), /^pid \d+$/m, "-V logs the pid");
+    assert.match(s.output(), /^bind 127\.0\.0\.1:\d+$/m, "-V logs the address");
+    assert.match(s.output(), /^accept \d+$/m, "-V logs connections");
+    process.kill(s.child!.pid!, "SIGTERM");
+    assert.equal(await exited(s.child!), 0);
+    await w.closed();
+  });
+});
