@@ -20,6 +20,9 @@ export interface OpenOptions {
   host?: HostInfo;
   /** Default: the system clock. */
   clock?: Clock;
+  /** Where the service's log and error lines go (-V accept/close/commands, internal errors); see ServiceOptions. */
+  log?: (line: string) => void;
+  error?: (line: string) => void;
 }
 
 /** What {@linkcode openService} built. */
@@ -80,7 +83,13 @@ export function openService(config: Config, opts: OpenOptions = {}): Opened {
   // Without -b nothing is logged, but stats still shows -s as binlog-max-size, as 1.12 does.
   queue = new Queue({ clock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize) });
   if (recovered) queue.restore(recovered.jobs, recovered.maxId);
-  const service = new Service({ queue, verbose: config.verbose, host: opts.host ?? hostInfo() });
+  const service = new Service({
+    queue,
+    verbose: config.verbose,
+    host: opts.host ?? hostInfo(),
+    ...(opts.log ? { log: opts.log } : {}),
+    ...(opts.error ? { error: opts.error } : {}),
+  });
   const log = queue.wal;
   return {
     service,
