@@ -19,6 +19,8 @@ interface Sock {
   resume(): void;
   /** Close at once, without flushing (a failed or stalled handshake). */
   terminate(): void;
+  /** TLS: whether the client's certificate verified against the CA. */
+  readonly authorized: boolean;
 }
 interface SocketHandler {
   open(sock: Sock): void;
@@ -99,13 +101,14 @@ export function listenBun(svc: Service, addr: ListenAddress, opts: ListenOptions
       if (!tls) return attach(sock, st);
       st.handshakeTimer = setTimeout(() => sock.terminate(), handshakeMs);
     },
-    handshake(sock, success) {
+    handshake(sock, success, authorizationError) {
       const st = sock.data;
       clearTimeout(st.handshakeTimer);
       st.handshakeTimer = undefined;
-      // With requestCert + rejectUnauthorized, a client without a CA-signed certificate
-      // arrives here with success false.
-      if (!success) return sock.terminate();
+      // Under --tls-ca, Bun 1.4 fails the handshake of a client with no certificate, but
+      // reports one signed by another CA as a success with an authorizationError (and
+      // closes it a moment later): check both, or that client would be served meanwhile.
+      if (!success || (tls?.ca !== undefined && (authorizationError || !sock.authorized))) return sock.terminate();
       attach(sock, st);
     },
     data(sock, chunk) {

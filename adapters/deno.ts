@@ -5,14 +5,15 @@
 // EOF, and beanstalkd must still answer a client that half-closed (a waiting reserve
 // gets TIMED_OUT, earlier pipelined commands get their replies).
 //
-// TLS: Deno.listenTls, whose connections read and write like plain ones, so they are
-// served by the same streams once their handshake is done. Deno.listenTls cannot ask
-// clients for certificates (denoland/deno#26825), so mTLS (--tls-ca) is served by
-// node:tls instead, which Deno implements with client-certificate checks (node_tls.ts).
+// TLS is served by node:tls (node_tls.ts), not Deno.listenTls, which in Deno 2.9 can
+// neither ask clients for certificates (denoland/deno#26825) nor drop a client that
+// stalls mid-handshake: closing such a TlsConn leaves its TCP socket open for as long as
+// the client likes (checked on 2.9.6), so anyone could pile up sockets. Deno's node:tls
+// does both.
 import type { Service } from "../protocol/service.ts";
 import { serveStreams } from "../protocol/streams.ts";
 import { listenNodeTls } from "./node_tls.ts";
-import { HANDSHAKE_TIMEOUT_MS, type ListenAddress, type Listening, type ListenOptions } from "./types.ts";
+import type { ListenAddress, Listening, ListenOptions } from "./types.ts";
 
 /** First read size per connection, and the most one read asks for. */
 const MIN_READ = 1024;
@@ -55,31 +56,12 @@ function streamsOf(conn: Deno.Conn) {
   return { readable, writable, close };
 }
 
-/**
- * Serve a TLS connection once its handshake succeeds. One that fails (or stalls past
- * the timeout) is closed without ever becoming a beanstalkd connection.
- */
-async function afterHandshake(svc: Service, conn: Deno.TlsConn, timeoutMs: number): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const stalled = new Promise<"stalled">((r) => (timer = setTimeout(() => r("stalled"), timeoutMs)));
-  const outcome = await Promise.race([conn.handshake().then(() => "ok" as const, () => "failed" as const), stalled]);
-  clearTimeout(timer);
-  if (outcome === "ok") return void serveStreams(svc, streamsOf(conn));
-  try {
-    conn.close();
-  } catch { /* already closed */ }
-}
-
 export async function listenDeno(svc: Service, addr: ListenAddress, opts: ListenOptions = {}): Promise<Listening> {
-  const tls = opts.tls;
-  if (tls?.ca !== undefined && !("path" in addr)) return await listenNodeTls(svc, addr, tls, opts.handshakeTimeoutMs);
+  if (opts.tls && !("path" in addr)) return await listenNodeTls(svc, addr, opts.tls, opts.handshakeTimeoutMs);
   const listener = "path" in addr
     ? Deno.listen({ transport: "unix", path: addr.path })
-    : tls
-    ? Deno.listenTls({ transport: "tcp", hostname: addr.host, port: addr.port, cert: tls.cert, key: tls.key })
     : Deno.listen({ transport: "tcp", hostname: addr.host, port: addr.port });
   const local = listener.addr as Deno.NetAddr | Deno.UnixAddr;
-  const handshakeMs = opts.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS;
   let stopped = false;
   (async () => {
     try {
@@ -90,8 +72,7 @@ export async function listenDeno(svc: Service, addr: ListenAddress, opts: Listen
             (conn as Deno.TcpConn).setKeepAlive(true);
           } catch { /* not TCP */ }
         }
-        if (tls) void afterHandshake(svc, conn as Deno.TlsConn, handshakeMs);
-        else serveStreams(svc, streamsOf(conn));
+        serveStreams(svc, streamsOf(conn));
       }
     } catch (e) {
       if (!stopped) svc.error(`accept failed: ${e}`);

@@ -1,8 +1,7 @@
-// A TLS listener on node:tls, for what the native listener cannot do: on Deno,
-// Deno.listenTls never asks a client for a certificate (denoland/deno#26825), while
-// Deno's node:tls server does (requestCert + ca, rustls underneath). Connections are
-// served by the same serveStreams() as every other one, over web streams made from the
-// node socket.
+// A TLS listener on node:tls, Deno's TLS listener (see deno.ts for why not
+// Deno.listenTls): client certificates via requestCert + ca (rustls underneath), and a
+// handshake timeout. Connections are served by the same serveStreams() as every other
+// one, over web streams made from the node socket.
 import { createServer, type TLSSocket } from "node:tls";
 import type { Service } from "../protocol/service.ts";
 import { serveStreams, type StreamPair } from "../protocol/streams.ts";
@@ -73,9 +72,9 @@ export function listenNodeTls(
     sock.setNoDelay(true);
     void serveStreams(svc, socketStreams(sock));
   });
-  // A failed handshake (no certificate, wrong CA, not TLS at all, too slow): node closes
-  // that socket; nothing else is affected.
-  server.on("tlsClientError", () => {});
+  // A failed handshake (no certificate, wrong CA, not TLS at all, too slow). Destroy the
+  // socket ourselves: Deno 2.9 reports handshakeTimeout here but leaves the socket open.
+  server.on("tlsClientError", (_e: Error, sock: TLSSocket) => sock.destroy());
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(addr.port, addr.host, () => {

@@ -1,0 +1,112 @@
+// The TLS listeners of this runtime (Deno: Deno.listenTls, and node:tls for mTLS; Bun:
+// Bun.listen's tls option), in-process: a TLS client is served like a plain one; a
+// client that fails or stalls its handshake is dropped, is never counted as a
+// connection, and disturbs nobody.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, rmSync } from "node:fs";
+import { listen, type Listening } from "../../adapters/listen.ts";
+import { Service } from "../../protocol/service.ts";
+import { RUNTIME, skipUnless } from "../harness/paths.ts";
+import { type Certs, dialTls, HALF_CLIENT_HELLO, makeCerts, OPENSSL, refused } from "../harness/tls.ts";
+import { dial, type Wire } from "../harness/wire.ts";
+
+const HANDSHAKE_MS = 300;
+
+function stat(yaml: string, key: string): number {
+  const m = new RegExp(`\\n${key}: (\\d+)\\n`).exec(yaml);
+  assert.ok(m, `no ${key} in ${yaml}`);
+  return Number(m[1]);
+}
+
+/** put, reserve, delete through w: the round trip every test uses to show a client is served. */
+async function roundTrip(w: Wire, body: string): Promise<void> {
+  const put = await w.put(body);
+  assert.match(put, /^INSERTED \d+\r\n$/);
+  const id = put.split(" ")[1]!.trim();
+  assert.equal(await w.cmd("reserve-with-timeout 0"), `RESERVED ${id} ${body.length}\r\n${body}\r\n`);
+  assert.equal(await w.cmd(`delete ${id}`), "DELETED\r\n");
+}
+
+async function serve(certs: Certs, mtls: boolean) {
+  const logs: string[] = [];
+  const svc = new Service({ log: (l) => logs.push(l), error: (l) => logs.push(l) });
+  const tls = {
+    cert: readFileSync(certs.serverCert, "utf8"),
+    key: readFileSync(certs.serverKey, "utf8"),
+    ...(mtls ? { ca: readFileSync(certs.ca, "utf8") } : {}),
+  };
+  const l: Listening = await listen(svc, { host: "127.0.0.1", port: 0 }, { tls, handshakeTimeoutMs: HANDSHAKE_MS });
+  const addr = { host: "127.0.0.1", port: (l.address as { port: number }).port };
+  return {
+    svc,
+    addr,
+    stop: () => {
+      l.close();
+      svc.close();
+    },
+  };
+}
+
+describe(`TLS listener in-process (${RUNTIME})`, { skip: skipUnless(!!OPENSSL, "openssl is not installed") }, () => {
+  let certs: Certs;
+  before(() => (certs = makeCerts()));
+  after(() => rmSync(certs.dir, { recursive: true, force: true }));
+
+  it("serves put/reserve/delete over TLS; garbage and stalled handshakes are dropped uncounted", async () => {
+    const s = await serve(certs, false);
+    try {
+      const keeper = await dialTls(s.addr, { ca: certs.ca });
+      await roundTrip(keeper, "over tls");
+
+      // A stalled handshake holds a socket but is not a beanstalkd connection.
+      const stalled = await dial(s.addr);
+      stalled.send(HALF_CLIENT_HELLO);
+      const yaml = await keeper.cmd("stats");
+      assert.equal(stat(yaml, "current-connections"), 1, "only the finished handshake counts");
+      await roundTrip(keeper, "while one stalls");
+      await stalled.closed(HANDSHAKE_MS + 5000);
+
+      for (const garbage of ["put 0 0 60 2\r\nhi\r\n", new Uint8Array(300).map((_, i) => (i * 7919) % 256)]) {
+        const g = await dial(s.addr);
+        g.send(garbage);
+        await g.closed(5000);
+        // At most a TLS alert record (content type 21), never a beanstalkd reply.
+        assert.match(g.pending, /^(\x15[\s\S]*)?$/, "a non-TLS client gets no beanstalkd reply");
+        assert.doesNotMatch(g.pending, /INSERTED|\r\n/);
+        await roundTrip(keeper, "after garbage");
+      }
+      const late = await dialTls(s.addr, { ca: certs.ca });
+      await roundTrip(late, "a new client");
+      const after = await late.cmd("stats");
+      assert.equal(stat(after, "total-connections"), 2, "garbage and stalled sockets never became connections");
+      keeper.close();
+      late.close();
+    } finally {
+      s.stop();
+    }
+  });
+
+  it("with a CA: refuses clients without a certificate or with one from another CA, serves CA-signed ones", async () => {
+    const s = await serve(certs, true);
+    try {
+      const good = { ca: certs.ca, cert: certs.clientCert, key: certs.clientKey };
+      const keeper = await dialTls(s.addr, good);
+      await roundTrip(keeper, "signed client");
+      assert.ok(await refused(s.addr, { ca: certs.ca }), "no client certificate");
+      await roundTrip(keeper, "after a refusal");
+      assert.ok(await refused(s.addr, { ca: certs.ca, cert: certs.strangerCert, key: certs.strangerKey }), "wrong CA");
+      const stalled = await dial(s.addr);
+      stalled.send(HALF_CLIENT_HELLO);
+      await roundTrip(keeper, "while one stalls");
+      await stalled.closed(HANDSHAKE_MS + 5000);
+      const second = await dialTls(s.addr, good);
+      await roundTrip(second, "another signed client");
+      assert.equal(stat(await second.cmd("stats"), "total-connections"), 2, "refused clients never became connections");
+      keeper.close();
+      second.close();
+    } finally {
+      s.stop();
+    }
+  });
+});
