@@ -1,4 +1,4 @@
-// The TLS listeners of this runtime (Deno: Deno.listenTls, and node:tls for mTLS; Bun:
+// The TLS listeners of this runtime (Deno: node:tls, see adapters/deno.ts; Bun:
 // Bun.listen's tls option), in-process: a TLS client is served like a plain one; a
 // client that fails or stalls its handshake is dropped, is never counted as a
 // connection, and disturbs nobody.
@@ -8,25 +8,19 @@ import { readFileSync, rmSync } from "node:fs";
 import { listen, type Listening } from "../../adapters/listen.ts";
 import { Service } from "../../protocol/service.ts";
 import { RUNTIME, skipUnless } from "../harness/paths.ts";
-import { type Certs, dialTls, HALF_CLIENT_HELLO, makeCerts, OPENSSL, refused } from "../harness/tls.ts";
-import { dial, type Wire } from "../harness/wire.ts";
+import {
+  type Certs,
+  dialTls,
+  HALF_CLIENT_HELLO,
+  makeCerts,
+  OPENSSL,
+  refused,
+  roundTrip,
+  stat,
+} from "../harness/tls.ts";
+import { dial } from "../harness/wire.ts";
 
 const HANDSHAKE_MS = 300;
-
-function stat(yaml: string, key: string): number {
-  const m = new RegExp(`\\n${key}: (\\d+)\\n`).exec(yaml);
-  assert.ok(m, `no ${key} in ${yaml}`);
-  return Number(m[1]);
-}
-
-/** put, reserve, delete through w: the round trip every test uses to show a client is served. */
-async function roundTrip(w: Wire, body: string): Promise<void> {
-  const put = await w.put(body);
-  assert.match(put, /^INSERTED \d+\r\n$/);
-  const id = put.split(" ")[1]!.trim();
-  assert.equal(await w.cmd("reserve-with-timeout 0"), `RESERVED ${id} ${body.length}\r\n${body}\r\n`);
-  assert.equal(await w.cmd(`delete ${id}`), "DELETED\r\n");
-}
 
 async function serve(certs: Certs, mtls: boolean) {
   const logs: string[] = [];

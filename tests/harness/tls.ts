@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "node:tls";
+import assert from "node:assert/strict";
 import { which } from "./paths.ts";
 import { Wire } from "./wire.ts";
 
@@ -168,3 +169,19 @@ export const HALF_CLIENT_HELLO = new Uint8Array([
   2,
   3,
 ]);
+
+/** A number from a stats reply. */
+export function stat(yaml: string, key: string): number {
+  const m = new RegExp(`\\n${key}: (\\d+)\\n`).exec(yaml);
+  assert.ok(m, `no ${key} in ${yaml}`);
+  return Number(m[1]);
+}
+
+/** put, reserve, delete through w: the round trip that shows a client is served. */
+export async function roundTrip(w: Wire, body: string): Promise<void> {
+  const put = await w.put(body);
+  assert.match(put, /^INSERTED \d+\r\n$/);
+  const id = put.split(" ")[1]!.trim();
+  assert.equal(await w.cmd("reserve-with-timeout 0"), `RESERVED ${id} ${body.length}\r\n${body}\r\n`);
+  assert.equal(await w.cmd(`delete ${id}`), "DELETED\r\n");
+}
