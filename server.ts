@@ -31,6 +31,20 @@ function prepareUnixPath(path: string, log: Logger, fail: Fail): void {
   unlinkSync(path);
 }
 
+/** Bun's listen errors say only "Failed to listen at HOST"; the cause is in their code. */
+const ERRNO_WORDS: Record<string, string> = {
+  EADDRINUSE: "address already in use",
+  EADDRNOTAVAIL: "address not available on this host",
+  EACCES: "permission denied",
+};
+
+function causeOf(e: unknown): string {
+  const message = e instanceof Error ? e.message : String(e);
+  const code = (e as { code?: unknown })?.code;
+  if (typeof code !== "string" || message.includes(code)) return message;
+  return `${message} (${code}${ERRNO_WORDS[code] ? `: ${ERRNO_WORDS[code]}` : ""})`;
+}
+
 function hostPort(a: ListenAddress): string {
   return "path" in a ? `unix:${a.path}` : `${a.host.includes(":") ? `[${a.host}]` : a.host}:${a.port}`;
 }
@@ -135,13 +149,13 @@ async function main(args: string[]): Promise<void> {
   try {
     listening = await listen(svc, config.listen, { tls: tlsBeside ? undefined : tls });
   } catch (e) {
-    fail(`cannot listen on ${hostPort(config.listen)}: ${(e as Error).message ?? e}`, 111);
+    fail(`cannot listen on ${hostPort(config.listen)}: ${causeOf(e)}`, 111);
   }
   if (tlsBeside) {
     try {
       tlsListening = await listen(svc, tlsBeside, { tls });
     } catch (e) {
-      fail(`cannot listen for TLS on ${hostPort(tlsBeside)}: ${(e as Error).message ?? e}`, 111);
+      fail(`cannot listen for TLS on ${hostPort(tlsBeside)}: ${causeOf(e)}`, 111);
     }
   }
   if (config.verbose > 0) {
