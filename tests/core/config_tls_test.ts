@@ -29,7 +29,18 @@ describe("parseConfig: TLS flags", () => {
   });
 
   it("--tls HOST:PORT puts TLS beside the plain port; --tls-ca asks for client certificates", () => {
-    const c = config("-l", "127.0.0.1", "--tls", "0.0.0.0:11301", "--tls-cert", "c", "--tls-key", "k", "--tls-ca", "ca");
+    const c = config(
+      "-l",
+      "127.0.0.1",
+      "--tls",
+      "0.0.0.0:11301",
+      "--tls-cert",
+      "c",
+      "--tls-key",
+      "k",
+      "--tls-ca",
+      "ca",
+    );
     assert.deepEqual(c.tls, { certFile: "c", keyFile: "k", caFile: "ca", listen: { host: "0.0.0.0", port: 11301 } });
     assert.deepEqual(c.listen, { host: "127.0.0.1", port: 11300 });
     assert.deepEqual(config("-l", "unix:/tmp/s", "--tls", "[::1]:0", "--tls-cert", "c", "--tls-key", "k").tls?.listen, {

@@ -70,7 +70,7 @@ for (const exe of executables) {
           const second = await dialTls(s.addr, { ca: c.ca });
           await roundTrip(second, "while a handshake stalls");
           await roundTrip(w, "the first client too");
-            stalled.close();
+          stalled.close();
           w.close();
           second.close();
           assert.match(s.output(), new RegExp(`listening plain=off tls=127\\.0\\.0\\.1:${s.addr.port} `));
@@ -110,7 +110,7 @@ for (const exe of executables) {
           await roundTrip(secure, "TLS still served");
           const yaml = await plain.cmd("stats");
           // startProcess's readiness probe, plain and secure; none of the refused ones.
-        assert.match(yaml, /\ntotal-connections: 3\n/, "refused clients are not connections");
+          assert.match(yaml, /\ntotal-connections: 3\n/, "refused clients are not connections");
           plain.close();
           secure.close();
           assert.match(
