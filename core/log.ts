@@ -44,6 +44,7 @@ function escapeControl(s: string): string {
 /** A text field value: bare when it is one plain word, JSON-quoted otherwise. */
 function textValue(v: string | number | boolean): string {
   const s = String(v);
+  // deno-lint-ignore no-control-regex
   return s !== "" && /^[^\s"=\\\x00-\x1f\x7f]+$/.test(s) ? s : JSON.stringify(s);
 }
 

@@ -66,7 +66,7 @@ describe(`TLS listener in-process (${RUNTIME})`, { skip: skipUnless(!!OPENSSL, "
         g.send(garbage);
         await g.closed(5000);
         // At most a TLS alert record (content type 21), never a beanstalkd reply.
-        assert.match(g.pending, /^(\x15[\s\S]*)?$/, "a non-TLS client gets no beanstalkd reply");
+        assert.ok(g.pending === "" || g.pending.charCodeAt(0) === 0x15, "a non-TLS client gets no beanstalkd reply");
         assert.doesNotMatch(g.pending, /INSERTED|\r\n/);
         await roundTrip(keeper, "after garbage");
       }

@@ -28,6 +28,7 @@ describe("formatLogLine (text)", () => {
 
   it("keeps one event on one line: control characters in the message are escaped", () => {
     const line = formatLogLine("text", T, "info", "<1 command put\r\nINFO forged\x1b[2J\x00\tend");
+    // deno-lint-ignore no-control-regex
     assert.ok(!/[\x00-\x1f]/.test(line), line);
     assert.ok(line.endsWith("<1 command put\\r\\nINFO forged\\x1b[2J\\x00\\tend"), line);
     assert.ok(!/[\n\r]/.test(formatLogLine("text", T, "info", "m", { stack: "a\nb" })));

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { connect } from "node:tls";
 import assert from "node:assert/strict";
 import { which } from "./paths.ts";
-import { Wire } from "./wire.ts";
+import { type Wire, wireWhen } from "./wire.ts";
 
 export const OPENSSL = which("/usr/bin/openssl") ?? which("openssl");
 
@@ -106,28 +106,14 @@ export interface TlsDialOptions {
 
 /** Open a TLS connection (server verified against opts.ca) and wrap it in a Wire. */
 export function dialTls(addr: { host: string; port: number }, opts: TlsDialOptions): Promise<Wire> {
-  return new Promise((resolve, reject) => {
-    const sock = connect({
-      host: addr.host,
-      port: addr.port,
-      ca: readFileSync(opts.ca),
-      servername: "localhost",
-      ...(opts.cert && opts.key ? { cert: readFileSync(opts.cert), key: readFileSync(opts.key) } : {}),
-    });
-    const t = setTimeout(() => {
-      sock.destroy();
-      reject(new Error("TLS connect timed out"));
-    }, opts.timeoutMs ?? 5000);
-    sock.once("error", (e) => {
-      clearTimeout(t);
-      reject(e);
-    });
-    sock.once("secureConnect", () => {
-      clearTimeout(t);
-      sock.removeAllListeners("error");
-      resolve(new Wire(sock));
-    });
+  const sock = connect({
+    host: addr.host,
+    port: addr.port,
+    ca: readFileSync(opts.ca),
+    servername: "localhost",
+    ...(opts.cert && opts.key ? { cert: readFileSync(opts.cert), key: readFileSync(opts.key) } : {}),
   });
+  return wireWhen(sock, "secureConnect", opts.timeoutMs ?? 5000);
 }
 
 /**
