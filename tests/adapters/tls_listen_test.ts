@@ -22,9 +22,16 @@ import { dial } from "../harness/wire.ts";
 
 const HANDSHAKE_MS = 300;
 
+/** Bigger than any TLS record (16 KiB) and any single socket write: exercises partial writes and back-pressure. */
+const BIG_BODY_BYTES = 3_000_000;
+
 async function serve(certs: Certs, mtls: boolean) {
   const logs: string[] = [];
-  const svc = new Service({ log: (l) => logs.push(l), error: (l) => logs.push(l) });
+  const svc = new Service({
+    maxJobSize: BIG_BODY_BYTES,
+    log: (l) => logs.push(l),
+    error: (l) => logs.push(l),
+  });
   const tls = {
     cert: readFileSync(certs.serverCert, "utf8"),
     key: readFileSync(certs.serverKey, "utf8"),
@@ -76,6 +83,33 @@ describe(`TLS listener in-process (${RUNTIME})`, { skip: skipUnless(!!OPENSSL, "
       assert.equal(stat(after, "total-connections"), 2, "garbage and stalled sockets never became connections");
       keeper.close();
       late.close();
+    } finally {
+      s.stop();
+    }
+  });
+
+  it("carries big bodies and pipelined commands both ways, and answers a client that half-closed", async () => {
+    const s = await serve(certs, false);
+    try {
+      const w = await dialTls(s.addr, { ca: certs.ca });
+      const body = Buffer.alloc(BIG_BODY_BYTES, "abcdefghij").toString("latin1");
+      assert.equal(await w.put(body), "INSERTED 1\r\n");
+      w.send("reserve-with-timeout 0\r\n");
+      assert.equal(await w.line(20_000), `RESERVED 1 ${BIG_BODY_BYTES}`);
+      assert.ok((await w.bytes(BIG_BODY_BYTES + 2, 20_000)).toString("latin1") === body + "\r\n", "body intact");
+      const n = 2000;
+      w.send(Array.from({ length: n }, (_, i) => `put 0 0 60 ${String(i).length}\r\n${i}\r\n`).join(""));
+      for (let i = 0; i < n; i++) assert.equal(await w.reply(20_000), `INSERTED ${i + 2}\r\n`);
+      // A waiting reserve, then the client closes its sending side: 1.12 answers TIMED_OUT.
+      assert.equal(await w.cmd("delete 1"), "DELETED\r\n");
+      const waiter = await dialTls(s.addr, { ca: certs.ca });
+      assert.equal(await waiter.cmd("watch empty"), "WATCHING 2\r\n");
+      assert.equal(await waiter.cmd("ignore default"), "WATCHING 1\r\n");
+      waiter.send("reserve-with-timeout 1\r\n");
+      waiter.end();
+      assert.equal(await waiter.reply(10_000), "TIMED_OUT\r\n");
+      await waiter.closed();
+      w.close();
     } finally {
       s.stop();
     }
