@@ -95,6 +95,15 @@ export function makeCerts(): Certs {
   };
 }
 
+/** The server flags for these certificates: TLS beside the plain port on tlsPort when given, mTLS when asked. */
+export function tlsFlags(c: Certs, opts: { tlsPort?: number; mtls?: boolean } = {}): string[] {
+  return [
+    ...(opts.tlsPort !== undefined ? ["--tls", `127.0.0.1:${opts.tlsPort}`] : []),
+    ...["--tls-cert", c.serverCert, "--tls-key", c.serverKey],
+    ...(opts.mtls ? ["--tls-ca", c.ca] : []),
+  ];
+}
+
 export interface TlsDialOptions {
   /** The CA that signed the server's certificate (the client verifies the server). */
   ca: string;

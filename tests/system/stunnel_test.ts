@@ -8,7 +8,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BUN, DENO, ROOT, RUNTIME, skipUnless, which } from "../harness/paths.ts";
 import { freePort, type Running, startProcess, stopChild } from "../harness/targets.ts";
-import { type Certs, makeCerts, OPENSSL } from "../harness/tls.ts";
+import { type Certs, makeCerts, OPENSSL, tlsFlags } from "../harness/tls.ts";
 import { dial } from "../harness/wire.ts";
 
 const STUNNEL = which("/usr/bin/stunnel4") ?? which("stunnel4") ?? which("stunnel");
@@ -63,16 +63,7 @@ describe(`a stock client through stunnel in client mode (${RUNTIME})`, {
   before(async () => {
     c = makeCerts();
     tlsPort = await freePort();
-    server = await startProcess(SERVER, [
-      "--tls",
-      `127.0.0.1:${tlsPort}`,
-      "--tls-cert",
-      c.serverCert,
-      "--tls-key",
-      c.serverKey,
-      "--tls-ca",
-      c.ca,
-    ]);
+    server = await startProcess(SERVER, tlsFlags(c, { tlsPort, mtls: true }));
   });
   after(async () => {
     await server?.stop();

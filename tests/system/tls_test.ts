@@ -16,6 +16,7 @@ import {
   refused,
   roundTrip,
   type TlsDialOptions,
+  tlsFlags,
 } from "../harness/tls.ts";
 import { dial, type Wire } from "../harness/wire.ts";
 
@@ -50,7 +51,7 @@ for (const exe of executables) {
       after(() => rmSync(c.dir, { recursive: true, force: true }));
 
       it("--tls-cert/--tls-key: the -l/-p port speaks TLS; garbage handshakes leave other clients served", async () => {
-        const s = await startProcess(await exe.argv(), ["-V", "--tls-cert", c.serverCert, "--tls-key", c.serverKey]);
+        const s = await startProcess(await exe.argv(), ["-V", ...tlsFlags(c)]);
         try {
           const w = await dialTls(s.addr, { ca: c.ca });
           await roundTrip(w, "hello over TLS");
@@ -81,17 +82,7 @@ for (const exe of executables) {
 
       it("--tls HOST:PORT beside the plain port, with --tls-ca: one queue, CA-signed clients only on TLS", async () => {
         const tlsPort = await freePort();
-        const s = await startProcess(await exe.argv(), [
-          "-V",
-          "--tls",
-          `127.0.0.1:${tlsPort}`,
-          "--tls-cert",
-          c.serverCert,
-          "--tls-key",
-          c.serverKey,
-          "--tls-ca",
-          c.ca,
-        ]);
+        const s = await startProcess(await exe.argv(), ["-V", ...tlsFlags(c, { tlsPort, mtls: true })]);
         try {
           const tlsAddr = { host: "127.0.0.1", port: tlsPort };
           const signed = { ca: c.ca, cert: c.clientCert, key: c.clientKey };
