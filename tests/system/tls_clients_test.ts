@@ -1,10 +1,12 @@
-// The README's way for a stock client to reach the TLS port: stunnel in client mode
-// next to the worker (the README's config, with this test's certificates), and the
-// unchanged npm client fivebeans running its whole check script through it, under mTLS.
+// The README's two ways for a stock client to reach the TLS port under mTLS: natively,
+// where the client lets you hand it a TLS socket (pheanstalk's SocketFactoryInterface),
+// and otherwise through stunnel in client mode next to the worker (the README's config,
+// with this test's certificates) with the unchanged npm client fivebeans running its
+// whole check script through it.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { rmSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BUN, DENO, ROOT, RUNTIME, skipUnless, which } from "../harness/paths.ts";
 import { freePort, type Running, startProcess, stopChild } from "../harness/targets.ts";
@@ -13,6 +15,20 @@ import { dial } from "../harness/wire.ts";
 
 const STUNNEL = which("/usr/bin/stunnel4") ?? which("stunnel4") ?? which("stunnel");
 const NODE = which("node");
+const PHP = which("php");
+const PHEANSTALK_AUTOLOAD = process.env.PHEANSTALK_AUTOLOAD || "/usr/share/php/Pheanstalk/autoload.php";
+
+/** Run a client program; never rejects. */
+function runClient(cmd: string, args: string[]): Promise<{ err: Error | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) =>
+    execFile(
+      cmd,
+      args,
+      { cwd: ROOT, timeout: 120_000, killSignal: "SIGKILL" },
+      (err, stdout, stderr) => resolve({ err, stdout: String(stdout), stderr: String(stderr) }),
+    )
+  );
+}
 const SERVER = RUNTIME === "bun"
   ? [BUN, "run", join(ROOT, "server.ts")]
   : [DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")];
@@ -54,7 +70,7 @@ async function startStunnel(c: Certs, tlsPort: number, withCert: boolean) {
   return { port, stop: () => stopChild(child), log: () => log };
 }
 
-describe(`a stock client through stunnel in client mode (${RUNTIME})`, {
+describe(`stock clients over TLS (${RUNTIME})`, {
   skip: skipUnless(!!STUNNEL && !!OPENSSL && !!NODE, "stunnel4, openssl or node is not installed"),
 }, () => {
   let c: Certs;
@@ -73,13 +89,11 @@ describe(`a stock client through stunnel in client mode (${RUNTIME})`, {
   it("fivebeans passes its checks through stunnel with the worker's certificate", async () => {
     const tunnel = await startStunnel(c, tlsPort, true);
     try {
-      const out = await new Promise<{ err: Error | null; stdout: string; stderr: string }>((resolve) =>
-        execFile(NODE!, [join(ROOT, "tests", "clients", "fivebeans.mjs"), "127.0.0.1", String(tunnel.port)], {
-          cwd: ROOT,
-          timeout: 120_000,
-          killSignal: "SIGKILL",
-        }, (err, stdout, stderr) => resolve({ err, stdout: String(stdout), stderr: String(stderr) }))
-      );
+      const out = await runClient(NODE!, [
+        join(ROOT, "tests", "system", "clients", "fivebeans.mjs"),
+        "127.0.0.1",
+        `${tunnel.port}`,
+      ]);
       assert.equal(out.err, null, `${out.stderr}\n${out.stdout}\n--- stunnel ---\n${tunnel.log()}`);
       assert.match(out.stdout, /^fivebeans: ok \(\d+ checks\)/m);
     } finally {
@@ -100,5 +114,17 @@ describe(`a stock client through stunnel in client mode (${RUNTIME})`, {
     } finally {
       await tunnel.stop();
     }
+  });
+
+  it("pheanstalk connects natively with a TLS socket factory and its certificate", {
+    skip: skipUnless(!!PHP && existsSync(PHEANSTALK_AUTOLOAD), "php or pheanstalk is not installed"),
+  }, async () => {
+    const script = join(ROOT, "tests", "system", "clients", "pheanstalk_tls.php");
+    const out = await runClient(PHP!, [script, "127.0.0.1", `${tlsPort}`, c.ca, c.clientCert, c.clientKey]);
+    assert.equal(out.err, null, `${out.stderr}\n${out.stdout}`);
+    assert.equal(out.stdout, "pheanstalk-tls: ok\n");
+    const without = await runClient(PHP!, [script, "127.0.0.1", `${tlsPort}`, c.ca, "-", "-"]);
+    assert.notEqual(without.err, null, `without a client certificate it must fail: ${without.stdout}`);
+    assert.doesNotMatch(without.stdout, /ok/);
   });
 });
