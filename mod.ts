@@ -26,6 +26,6 @@ export { type Clock, ManualClock, systemClock } from "./core/clock.ts";
 export { type Config, parseConfig, type ParsedArgs, USAGE } from "./core/config.ts";
 export { WalOpenError } from "./core/binlog/binlog.ts";
 export { VERSION } from "./core/version.ts";
-export { listen, type ListenAddress, type Listening } from "./adapters/listen.ts";
+export { listen, type ListenAddress, type Listening, type ListenOptions, type TlsMaterial } from "./adapters/listen.ts";
 export { hostInfo } from "./adapters/host_node.ts";
 export { type Opened, type OpenOptions, openService } from "./adapters/open.ts";

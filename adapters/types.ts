@@ -13,12 +13,15 @@ export interface Listening {
 
 /** PEM text of a TLS listener's identity, and of the CAs its clients must be signed by. */
 export interface TlsMaterial {
+  /** The server's certificate chain, leaf first. */
   cert: string;
+  /** The private key of cert's leaf. */
   key: string;
   /** When set, every client must present a certificate signed by one of these (mTLS). */
   ca?: string | undefined;
 }
 
+/** How listen() serves a listener: plain (the default) or TLS. */
 export interface ListenOptions {
   /** Speak TLS on this listener (TCP only). */
   tls?: TlsMaterial | undefined;
