@@ -7,7 +7,7 @@
 // handshake succeeds, and is dropped if it fails or stalls.
 import type { Service } from "../protocol/service.ts";
 import type { Connection } from "../protocol/connection.ts";
-import { HANDSHAKE_TIMEOUT_MS, type ListenAddress, type Listening, type ListenOptions } from "./types.ts";
+import { HANDSHAKE_TIMEOUT_MS, type ListenAddress, type Listening, type ListenOptions, peerName } from "./types.ts";
 
 // Just the part of Bun's socket API used here, so that other runtimes' type checkers
 // (deno test checks every file it loads) need no Bun type definitions.
@@ -21,6 +21,8 @@ interface Sock {
   terminate(): void;
   /** TLS: whether the client's certificate verified against the CA. */
   readonly authorized: boolean;
+  /** TLS: the client's certificate (subject as name -> value), when it sent one. */
+  getPeerCertificate(): { subject?: Record<string, unknown> } | undefined;
 }
 interface SocketHandler {
   open(sock: Sock): void;
@@ -73,7 +75,7 @@ export function listenBun(svc: Service, addr: ListenAddress, opts: ListenOptions
   const tls = opts.tls;
   const handshakeMs = opts.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS;
   /** Make the socket a beanstalkd connection. */
-  const attach = (sock: Sock, st: State): void => {
+  const attach = (sock: Sock, st: State, peer?: string): void => {
     const conn = svc.connect({
       write(piece) {
         const n = sock.write(piece);
@@ -85,7 +87,7 @@ export function listenBun(svc: Service, addr: ListenAddress, opts: ListenOptions
       close() {
         sock.end();
       },
-    });
+    }, peer);
     st.conn = conn;
     conn.onResume = () => {
       if (st.paused) {
@@ -109,7 +111,7 @@ export function listenBun(svc: Service, addr: ListenAddress, opts: ListenOptions
       // reports one signed by another CA as a success with an authorizationError (and
       // closes it a moment later): check both, or that client would be served meanwhile.
       if (!success || (tls?.ca !== undefined && (authorizationError || !sock.authorized))) return sock.terminate();
-      attach(sock, st);
+      attach(sock, st, tls?.ca !== undefined ? peerName(sock.getPeerCertificate()?.subject) : undefined);
     },
     data(sock, chunk) {
       const conn = sock.data.conn;

@@ -5,7 +5,7 @@
 import { createServer, type TLSSocket } from "node:tls";
 import type { Service } from "../protocol/service.ts";
 import { serveStreams, type StreamPair } from "../protocol/streams.ts";
-import { HANDSHAKE_TIMEOUT_MS, type Listening, type TlsMaterial } from "./types.ts";
+import { HANDSHAKE_TIMEOUT_MS, type Listening, peerName, type TlsMaterial } from "./types.ts";
 
 /** Web streams over a node socket, with back-pressure both ways and half-close kept. */
 export function socketStreams(sock: TLSSocket): StreamPair {
@@ -70,7 +70,8 @@ export function listenNodeTls(
     // the second lock on the door, should a runtime ever let one through.
     if (mtls && !sock.authorized) return void sock.destroy();
     sock.setNoDelay(true);
-    void serveStreams(svc, socketStreams(sock));
+    const peer = mtls ? peerName(sock.getPeerCertificate()?.subject as Record<string, unknown> | undefined) : undefined;
+    void serveStreams(svc, { ...socketStreams(sock), ...(peer ? { peer } : {}) });
   });
   // A failed handshake (no certificate, wrong CA, not TLS at all, too slow). Destroy the
   // socket ourselves: Deno 2.9 reports handshakeTimeout here but leaves the socket open.

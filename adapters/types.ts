@@ -21,6 +21,13 @@ export interface TlsMaterial {
   ca?: string | undefined;
 }
 
+/** A client certificate's subject as `client=CN=worker-1,O=acme` (undefined without one). */
+export function peerName(subject: Record<string, unknown> | undefined): string | undefined {
+  if (!subject) return undefined;
+  const parts = Object.entries(subject).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join("+") : String(v)}`);
+  return parts.length ? `client=${parts.join(",")}` : undefined;
+}
+
 /** How listen() serves a listener: plain (the default) or TLS. */
 export interface ListenOptions {
   /** Speak TLS on this listener (TCP only). */

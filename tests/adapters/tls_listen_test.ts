@@ -29,6 +29,7 @@ async function serve(certs: Certs, mtls: boolean) {
   const logs: string[] = [];
   const svc = new Service({
     maxJobSize: BIG_BODY_BYTES,
+    verbose: 1,
     log: (l) => logs.push(l),
     error: (l) => logs.push(l),
   });
@@ -42,6 +43,7 @@ async function serve(certs: Certs, mtls: boolean) {
   return {
     svc,
     addr,
+    logs,
     stop: () => {
       l.close();
       svc.close();
@@ -131,6 +133,10 @@ describe(`TLS listener in-process (${RUNTIME})`, { skip: skipUnless(!!OPENSSL, "
       const second = await dialTls(s.addr, good);
       await roundTrip(second, "another signed client");
       assert.equal(stat(await second.cmd("stats"), "total-connections"), 2, "refused clients never became connections");
+      assert.deepEqual(s.logs.filter((l) => l.startsWith("accept")), [
+        "accept 1 client=CN=worker-1",
+        "accept 2 client=CN=worker-1",
+      ]);
       keeper.close();
       second.close();
     } finally {

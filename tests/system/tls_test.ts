@@ -102,6 +102,7 @@ for (const exe of executables) {
           const yaml = await plain.cmd("stats");
           // startProcess's readiness probe, plain and secure; none of the refused ones.
           assert.match(yaml, /\ntotal-connections: 3\n/, "refused clients are not connections");
+          assert.match(s.output(), /INFO {2}accept \d+ client=CN=worker-1$/m, "-V names the client certificate");
           plain.close();
           secure.close();
           assert.match(
