@@ -20,8 +20,9 @@ export interface OpenOptions {
   host?: HostInfo;
   /** Default: the system clock. */
   clock?: Clock;
-  /** Where the service's log and error lines go (-V accept/close/commands, internal errors); see ServiceOptions. */
+  /** Where the service's log lines go (-V accept/close, -VV commands); default: console.log. */
   log?: (line: string) => void;
+  /** Where the service's error lines go (internal errors, failed log writes); default: console.error. */
   error?: (line: string) => void;
 }
 

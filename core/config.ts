@@ -27,8 +27,10 @@ export interface Config {
   logFormat: LogFormat;
 }
 
+/** --log-format: how server.ts writes log lines (see core/log.ts). */
 export type LogFormat = "text" | "json";
 
+/** The TLS flags: files (read by server.ts) and where TLS is served. */
 export interface TlsConfig {
   /** PEM certificate chain the server presents. */
   certFile: string;
