@@ -23,9 +23,9 @@ export { PROTOCOL_VERSION, Service, type ServiceOptions } from "./protocol/servi
 export type { HostInfo } from "./protocol/host.ts";
 export { serveStreams, type StreamPair } from "./protocol/streams.ts";
 export { type Clock, ManualClock, systemClock } from "./core/clock.ts";
-export { type Config, parseConfig, type ParsedArgs, USAGE } from "./core/config.ts";
+export { type Config, type LogFormat, parseConfig, type ParsedArgs, type TlsConfig, USAGE } from "./core/config.ts";
 export { WalOpenError } from "./core/binlog/binlog.ts";
 export { VERSION } from "./core/version.ts";
-export { listen, type ListenAddress, type Listening } from "./adapters/listen.ts";
+export { listen, type ListenAddress, type Listening, type ListenOptions, type TlsMaterial } from "./adapters/listen.ts";
 export { hostInfo } from "./adapters/host_node.ts";
 export { type Opened, type OpenOptions, openService } from "./adapters/open.ts";

@@ -6,29 +6,51 @@
 import process from "node:process";
 import { existsSync, lstatSync, readFileSync, unlinkSync } from "node:fs";
 import { type Config, parseConfig, USAGE } from "./core/config.ts";
+import { createLogger, type Logger } from "./core/log.ts";
 import { VERSION } from "./core/version.ts";
-import { listen } from "./adapters/listen.ts";
+import { listen, type ListenAddress, runtimeLabel, type TlsMaterial } from "./adapters/listen.ts";
+import { loadTls } from "./adapters/tls_files.ts";
 import { WalOpenError } from "./core/binlog/binlog.ts";
 import { type Opened, openService } from "./adapters/open.ts";
 
+/** beanstalkd's prefix for usage errors, which keep its exact wording (scripts match them). */
 const PREFIX = "tubeway";
 
-function fail(message: string, code: number): never {
-  console.error(`${PREFIX}: ${message}`);
-  process.exit(code);
-}
+/** Exit code when a --tls-cert/--tls-key/--tls-ca file cannot be used (sysexits' EX_CONFIG). */
+const EXIT_TLS_FILES = 78;
+
+/** Log the cause and exit: a startup failure after the flags were understood. */
+type Fail = (message: string, code: number) => never;
 
 /** 1.12 replaces a stale UNIX socket file, and refuses to touch any other file. */
-function prepareUnixPath(path: string): void {
+function prepareUnixPath(path: string, log: Logger, fail: Fail): void {
   if (Buffer.byteLength(path) > 107) fail(`socket path too long: ${path}`, 111);
   if (!existsSync(path)) return;
   if (!lstatSync(path).isSocket()) fail("another file already exists in the given path", 111);
-  console.error(`${PREFIX}: removing existing local socket to replace it`);
+  log.warn("removing existing local socket to replace it", { path });
   unlinkSync(path);
 }
 
+/** Bun's listen errors say only "Failed to listen at HOST"; the cause is in their code. */
+const ERRNO_WORDS: Record<string, string> = {
+  EADDRINUSE: "address already in use",
+  EADDRNOTAVAIL: "address not available on this host",
+  EACCES: "permission denied",
+};
+
+function causeOf(e: unknown): string {
+  const message = e instanceof Error ? e.message : String(e);
+  const code = (e as { code?: unknown })?.code;
+  if (typeof code !== "string" || message.includes(code)) return message;
+  return `${message} (${code}${ERRNO_WORDS[code] ? `: ${ERRNO_WORDS[code]}` : ""})`;
+}
+
+function hostPort(a: ListenAddress): string {
+  return "path" in a ? `unix:${a.path}` : `${a.host.includes(":") ? `[${a.host}]` : a.host}:${a.port}`;
+}
+
 /** -u USER: the user's uid and primary gid, then setgid + setuid, as 1.12 does (exit 32/33/34 on failure). */
-function becomeUser(user: string): void {
+function becomeUser(user: string, fail: Fail): void {
   const p = process as unknown as { setuid?: (id: number) => void; setgid?: (id: number) => void };
   if (!p.setuid || !p.setgid) fail(`-u: this runtime cannot change user; run tubeway as ${user} instead`, 32);
   let entry: string[] | undefined;
@@ -71,48 +93,93 @@ async function main(args: string[]): Promise<void> {
       return process.exit(parsed.exitCode);
   }
   const config: Config = parsed.config;
-  for (const w of config.warnings) console.error(`${PREFIX}: ${w}`);
+  const log = createLogger({
+    format: config.logFormat,
+    now: () => Date.now(),
+    out: (l) => console.log(l),
+    err: (l) => console.error(l),
+  });
+  const fail: Fail = (message, code) => {
+    log.error(message, { exit: code });
+    process.exit(code);
+  };
+  for (const w of config.warnings) log.warn(w);
 
-  if (config.verbose > 0) console.log(`pid ${process.pid}`);
+  let tls: TlsMaterial | undefined;
+  if (config.tls) {
+    const loaded = loadTls(config.tls);
+    if (!loaded.ok) fail(loaded.error, EXIT_TLS_FILES);
+    for (const w of loaded.warnings) log.warn(w);
+    tls = loaded.material;
+  }
   let opened: Opened;
   try {
-    opened = openService(config, { logWal: (m) => console.error(`${PREFIX}: ${m}`) });
+    opened = openService(config, {
+      logWal: (m) => log.warn(m),
+      log: (l) => log.info(l),
+      error: (l) => log.error(l),
+    });
   } catch (e) {
     if (e instanceof WalOpenError) fail(e.message, 10);
     throw e;
   }
   const svc = opened.service;
-  if ("path" in config.listen) prepareUnixPath(config.listen.path);
+  if ("path" in config.listen) prepareUnixPath(config.listen.path, log, fail);
   let listening: Awaited<ReturnType<typeof listen>> | undefined;
+  let tlsListening: Awaited<ReturnType<typeof listen>> | undefined;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    if (config.verbose > 0) console.log(`${signal}: shutting down`);
+    if (config.verbose > 0) log.info(`${signal}: shutting down`);
     listening?.close();
+    tlsListening?.close();
     opened.close();
     process.exit(0);
   };
   onSignal("SIGTERM", () => stop("SIGTERM"));
   onSignal("SIGINT", () => stop("SIGINT"));
   onSignal("SIGUSR1", () => {
-    if (config.verbose > 0) console.log("SIGUSR1: entering drain mode");
+    if (config.verbose > 0) log.info("SIGUSR1: entering drain mode");
     svc.drain();
   });
 
+  // Without --tls, the -l/-p listener itself is the TLS one (see TlsConfig.listen).
+  const tlsBeside = config.tls?.listen;
   try {
-    listening = await listen(svc, config.listen);
+    listening = await listen(svc, config.listen, { tls: tlsBeside ? undefined : tls });
   } catch (e) {
-    fail(`cannot listen on ${JSON.stringify(config.listen)}: ${(e as Error).message ?? e}`, 111);
+    fail(`cannot listen on ${hostPort(config.listen)}: ${causeOf(e)}`, 111);
+  }
+  if (tlsBeside) {
+    try {
+      tlsListening = await listen(svc, tlsBeside, { tls });
+    } catch (e) {
+      fail(`cannot listen for TLS on ${hostPort(tlsBeside)}: ${causeOf(e)}`, 111);
+    }
   }
   if (config.verbose > 0) {
-    const a = listening.address;
-    console.log("path" in a ? `bind ${a.path}` : `bind ${a.host.includes(":") ? `[${a.host}]` : a.host}:${a.port}`);
+    const plain = tls && !tlsBeside ? undefined : listening.address;
+    const secure = tlsListening?.address ?? (tls ? listening.address : undefined);
+    log.info("listening", {
+      plain: plain ? hostPort(plain) : "off",
+      tls: secure ? hostPort(secure) : "off",
+      "client-certs": tls?.ca !== undefined ? "required" : undefined,
+      runtime: runtimeLabel(),
+      binlog: config.binlogDir ?? "off",
+      fsync: config.binlogDir === undefined
+        ? undefined
+        : config.fsyncMs === "never"
+        ? "never"
+        : config.fsyncMs === 0
+        ? "always"
+        : `${config.fsyncMs}ms`,
+      "log-format": config.logFormat,
+      pid: process.pid,
+    });
   }
-  if (config.user) becomeUser(config.user);
-  if (config.verbose > 0 && config.binlogDir !== undefined) {
-    console.log(`binlog: ${opened.recoveredJobs} jobs recovered`);
-  }
+  if (config.user) becomeUser(config.user, fail);
+  if (config.verbose > 0 && config.binlogDir !== undefined) log.info(`binlog: ${opened.recoveredJobs} jobs recovered`);
 }
 
 const args = "Deno" in globalThis ? Deno.args : process.argv.slice(2);

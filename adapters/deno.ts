@@ -4,9 +4,16 @@
 // conn.readable/conn.writable: Deno's readable closes the whole socket when it reads
 // EOF, and beanstalkd must still answer a client that half-closed (a waiting reserve
 // gets TIMED_OUT, earlier pipelined commands get their replies).
+//
+// TLS is served by node:tls (node_tls.ts), not Deno.listenTls, which in Deno 2.9 can
+// neither ask clients for certificates (denoland/deno#26825) nor drop a client that
+// stalls mid-handshake: closing such a TlsConn leaves its TCP socket open for as long as
+// the client likes (checked on 2.9.6), so anyone could pile up sockets. Deno's node:tls
+// does both.
 import type { Service } from "../protocol/service.ts";
 import { serveStreams } from "../protocol/streams.ts";
-import type { ListenAddress, Listening } from "./types.ts";
+import { listenNodeTls } from "./node_tls.ts";
+import type { ListenAddress, Listening, ListenOptions } from "./types.ts";
 
 /** First read size per connection, and the most one read asks for. */
 const MIN_READ = 1024;
@@ -49,7 +56,8 @@ function streamsOf(conn: Deno.Conn) {
   return { readable, writable, close };
 }
 
-export function listenDeno(svc: Service, addr: ListenAddress): Listening {
+export async function listenDeno(svc: Service, addr: ListenAddress, opts: ListenOptions = {}): Promise<Listening> {
+  if (opts.tls && !("path" in addr)) return await listenNodeTls(svc, addr, opts.tls, opts.handshakeTimeoutMs);
   const listener = "path" in addr
     ? Deno.listen({ transport: "unix", path: addr.path })
     : Deno.listen({ transport: "tcp", hostname: addr.host, port: addr.port });

@@ -20,6 +20,10 @@ export interface OpenOptions {
   host?: HostInfo;
   /** Default: the system clock. */
   clock?: Clock;
+  /** Where the service's log lines go (-V accept/close, -VV commands); default: console.log. */
+  log?: (line: string) => void;
+  /** Where the service's error lines go (internal errors, failed log writes); default: console.error. */
+  error?: (line: string) => void;
 }
 
 /** What {@linkcode openService} built. */
@@ -80,7 +84,13 @@ export function openService(config: Config, opts: OpenOptions = {}): Opened {
   // Without -b nothing is logged, but stats still shows -s as binlog-max-size, as 1.12 does.
   queue = new Queue({ clock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize) });
   if (recovered) queue.restore(recovered.jobs, recovered.maxId);
-  const service = new Service({ queue, verbose: config.verbose, host: opts.host ?? hostInfo() });
+  const service = new Service({
+    queue,
+    verbose: config.verbose,
+    host: opts.host ?? hostInfo(),
+    ...(opts.log ? { log: opts.log } : {}),
+    ...(opts.error ? { error: opts.error } : {}),
+  });
   const log = queue.wal;
   return {
     service,

@@ -10,3 +10,36 @@ export interface Listening {
   /** Stop accepting; open connections are closed by Service.close(). */
   close(): void;
 }
+
+/** PEM text of a TLS listener's identity, and of the CAs its clients must be signed by. */
+export interface TlsMaterial {
+  /** The server's certificate chain, leaf first. */
+  cert: string;
+  /** The private key of cert's leaf. */
+  key: string;
+  /** When set, every client must present a certificate signed by one of these (mTLS). */
+  ca?: string | undefined;
+}
+
+/** A client certificate's subject as `client=CN=worker-1,O=acme` (undefined without one). */
+export function peerName(subject: Record<string, unknown> | undefined): string | undefined {
+  if (!subject) return undefined;
+  const parts = Object.entries(subject).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join("+") : String(v)}`);
+  return parts.length ? `client=${parts.join(",")}` : undefined;
+}
+
+/** How listen() serves a listener: plain (the default) or TLS. */
+export interface ListenOptions {
+  /** Speak TLS on this listener (TCP only). */
+  tls?: TlsMaterial | undefined;
+  /** How long a client may take to finish its TLS handshake before it is dropped. */
+  handshakeTimeoutMs?: number | undefined;
+}
+
+/**
+ * A TLS client that connects and then stalls mid-handshake holds a socket but is not a
+ * beanstalkd client yet (it is not counted in stats until the handshake succeeds), so it
+ * gets this long and is then dropped. Generous for slow links, short enough that a
+ * stalled scan cannot pile up sockets.
+ */
+export const HANDSHAKE_TIMEOUT_MS = 10_000;

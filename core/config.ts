@@ -21,6 +21,28 @@ export interface Config {
   user: string | undefined;
   /** Messages to print before starting (beanstalkd's warnings). */
   warnings: string[];
+  /** --tls-cert/--tls-key/--tls-ca/--tls: serve the protocol over TLS; undefined = plain only. */
+  tls: TlsConfig | undefined;
+  /** --log-format: "text" (one readable line per event) or "json" (one JSON object per line). */
+  logFormat: LogFormat;
+}
+
+/** --log-format: how server.ts writes log lines (see core/log.ts). */
+export type LogFormat = "text" | "json";
+
+/** The TLS flags: files (read by server.ts) and where TLS is served. */
+export interface TlsConfig {
+  /** PEM certificate chain the server presents. */
+  certFile: string;
+  /** PEM private key of that certificate. */
+  keyFile: string;
+  /** PEM CA certificates: when set, clients must present a certificate signed by one (mTLS). */
+  caFile: string | undefined;
+  /**
+   * --tls HOST:PORT: TLS on its own address, beside the plain -l/-p listener (the layout of
+   * stunnel in front of beanstalkd). Undefined: the -l/-p listener itself speaks TLS only.
+   */
+  listen: { host: string; port: number } | undefined;
 }
 
 /** What the flags asked for: run with a Config, print the version or help, or an error to print. */
@@ -54,6 +76,14 @@ Options:
  -v       show version information
  -V       increase verbosity
  -h       show this help
+
+Long options (tubeway's own):
+ --tls-cert FILE  serve the protocol over TLS with this PEM certificate chain
+ --tls-key FILE   the PEM private key of --tls-cert
+ --tls-ca FILE    require client certificates signed by these PEM CA certificates
+ --tls HOST:PORT  serve TLS on HOST:PORT beside the plain -l/-p port (default: the
+                  -l/-p port itself speaks TLS only)
+ --log-format F   text (default) or json: one JSON object per log line
 `;
 
 const OPTIONS = {
@@ -70,6 +100,11 @@ const OPTIONS = {
   v: { type: "boolean", short: "v" },
   V: { type: "boolean", short: "V" },
   h: { type: "boolean", short: "h" },
+  "tls-cert": { type: "string" },
+  "tls-key": { type: "string" },
+  "tls-ca": { type: "string" },
+  tls: { type: "string" },
+  "log-format": { type: "string" },
 } as const;
 
 function usageError(message: string): ParsedArgs {
@@ -99,7 +134,7 @@ export function parseConfig(args: readonly string[]): ParsedArgs {
     ({ tokens } = parseArgs({ args: [...args], options: OPTIONS, tokens: true, strict: true, allowPositionals: true }));
   } catch (e) {
     const code = (e as { code?: string }).code;
-    const flag = /'(-\w)/.exec(String((e as Error).message))?.[1] ?? "";
+    const flag = /'(--[\w-]+|-\w)/.exec(String((e as Error).message))?.[1] ?? "";
     if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return usageError(`unknown flag: ${flag}`);
     if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") return usageError(`flag requires an argument: ${flag}`);
     return usageError(String((e as Error).message));
@@ -116,7 +151,10 @@ export function parseConfig(args: readonly string[]): ParsedArgs {
     binlogSize: DEFAULT_BINLOG_SIZE,
     user: undefined,
     warnings: [],
+    tls: undefined,
+    logFormat: "text",
   };
+  const tls: Partial<Record<"tls-cert" | "tls-key" | "tls-ca" | "tls", string>> = {};
   for (const t of tokens) {
     if (t.kind === "positional") return usageError(`unknown argument: ${t.value}`);
     if (t.kind !== "option") continue;
@@ -170,8 +208,56 @@ export function parseConfig(args: readonly string[]): ParsedArgs {
         else config.fsyncMs = n;
         break;
       }
+      case "tls-cert":
+      case "tls-key":
+      case "tls-ca":
+      case "tls":
+        tls[t.name] = v;
+        break;
+      case "log-format":
+        if (v !== "text" && v !== "json") return flagError(`--log-format must be text or json, not ${v}`);
+        config.logFormat = v;
+        break;
     }
   }
   config.listen = path !== undefined ? { path } : { host, port };
+  const t = tlsConfig(tls, "path" in config.listen);
+  if (typeof t === "string") return flagError(t);
+  config.tls = t;
   return { kind: "run", config };
+}
+
+function flagError(message: string): ParsedArgs {
+  return { kind: "error", message, exitCode: 5, usage: false };
+}
+
+/** HOST:PORT, with [v6]:PORT for IPv6 hosts; undefined when it is not one. */
+export function parseHostPort(v: string): { host: string; port: number } | undefined {
+  const m = /^(?:\[([^\]]*)\]|([^:]+)):([0-9]+)$/.exec(v);
+  const port = Number(m?.[3]);
+  if (!m || port > 65535) return undefined;
+  return { host: m[1] ?? m[2]!, port };
+}
+
+/** The TLS flags, checked together (they only make sense as a set); a string is the error. */
+function tlsConfig(
+  f: Partial<Record<"tls-cert" | "tls-key" | "tls-ca" | "tls", string>>,
+  unixSocket: boolean,
+): TlsConfig | undefined | string {
+  const given = Object.keys(f);
+  if (given.length === 0) return undefined;
+  const cert = f["tls-cert"];
+  const key = f["tls-key"];
+  if (cert === undefined || key === undefined) {
+    return `${given.map((n) => `--${n}`).join(", ")} needs both --tls-cert FILE and --tls-key FILE`;
+  }
+  let listen: TlsConfig["listen"];
+  if (f.tls !== undefined) {
+    listen = parseHostPort(f.tls);
+    if (!listen) return `--tls wants HOST:PORT (e.g. 0.0.0.0:11301), not ${f.tls}`;
+  } else if (unixSocket) {
+    // Deno cannot speak TLS over a UNIX socket; a local socket needs no TLS anyway.
+    return "TLS is served on TCP only: with -l unix:PATH, add --tls HOST:PORT for the TLS listener";
+  }
+  return { certFile: cert, keyFile: key, caFile: f["tls-ca"], listen };
 }

@@ -90,11 +90,15 @@ export class Service {
     if (due < Infinity) this.#arm(due);
   }
 
-  /** @internal A new client connection writing to `transport` (adapters call this). */
-  connect(transport: Transport): Connection {
+  /**
+   * @internal A new client connection writing to `transport` (adapters call this).
+   * `peer` says who it is, when the transport knows (a TLS client certificate's
+   * subject), for the -V accept line.
+   */
+  connect(transport: Transport, peer?: string): Connection {
     const c = new Connection(this, transport);
     this.connections.add(c);
-    if (this.verbose > 0) this.log(`accept ${c.id}`);
+    if (this.verbose > 0) this.log(peer === undefined ? `accept ${c.id}` : `accept ${c.id} ${peer}`);
     return c;
   }
 

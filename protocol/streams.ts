@@ -20,6 +20,8 @@ export interface StreamPair {
   writable: WritableStream<Uint8Array>;
   /** Close the underlying socket (both directions). Defaults to closing the writer. */
   close?: () => void;
+  /** Who the client is, when known (a TLS client certificate), for the -V accept line. */
+  peer?: string;
 }
 
 /**
@@ -62,7 +64,7 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
       } else writer.close().catch(() => {});
       (byob ?? plain)!.cancel().catch(() => {});
     },
-  });
+  }, io.peer);
   let scratch = new Uint8Array(MIN_READ);
   let resume: (() => void) | undefined;
   conn.onResume = () => {

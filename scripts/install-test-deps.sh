@@ -3,6 +3,8 @@
 #   beanstalkd          the real beanstalkd 1.12, the reference server
 #   php-cli + php-pda-pheanstalk   the PHP client pheanstalk (tests/system/clients/pheanstalk.php)
 #   ruby + ruby-beaneater          the Ruby client beaneater (tests/system/clients/beaneater.rb)
+#   openssl             makes the certificates of the TLS tests (not in a minimal Debian)
+#   stunnel4            the README's stunnel client-mode setup (tests/system/stunnel_test.ts)
 # The Node clients (node-beanstalk, fivebeans, jackd) are devDependencies in
 # package.json and come with `npm ci`; Node itself is on every machine here.
 #
@@ -10,7 +12,7 @@
 # not touch the network. Run as root (CI does), or with sudo available.
 set -euo pipefail
 
-PACKAGES=(beanstalkd php-cli php-pda-pheanstalk ruby ruby-beaneater)
+PACKAGES=(beanstalkd php-cli php-pda-pheanstalk ruby ruby-beaneater openssl stunnel4)
 # Node runs the Node client scripts; install Debian's only if there is none at all.
 if ! command -v node >/dev/null 2>&1; then
   PACKAGES+=(nodejs)

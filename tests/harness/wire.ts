@@ -153,25 +153,30 @@ export class Wire {
   }
 }
 
-/** Open a connection to a server. */
-export function dial(addr: Address, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<Wire> {
+/** A Wire once sock emits `ready` ("connect", or "secureConnect" for TLS), or its error or a timeout. */
+export function wireWhen(sock: Socket, ready: string, timeoutMs: number): Promise<Wire> {
   return new Promise((resolve, reject) => {
-    const sock = "path" in addr
-      ? connect({ path: addr.path, allowHalfOpen: true })
-      : connect({ host: addr.host, port: addr.port, allowHalfOpen: true });
-    sock.setNoDelay(true);
     const t = setTimeout(() => {
       sock.destroy();
-      reject(new Error("connect timed out"));
+      reject(new Error(`${ready} timed out`));
     }, timeoutMs);
     sock.once("error", (e) => {
       clearTimeout(t);
       reject(e);
     });
-    sock.once("connect", () => {
+    sock.once(ready, () => {
       clearTimeout(t);
       sock.removeAllListeners("error");
       resolve(new Wire(sock));
     });
   });
+}
+
+/** Open a connection to a server. */
+export function dial(addr: Address, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<Wire> {
+  const sock = "path" in addr
+    ? connect({ path: addr.path, allowHalfOpen: true })
+    : connect({ host: addr.host, port: addr.port, allowHalfOpen: true });
+  sock.setNoDelay(true);
+  return wireWhen(sock, "connect", timeoutMs);
 }

@@ -153,9 +153,13 @@ describe(`the executable (${RUNTIME})`, () => {
     }
     assert.equal(reply, "DRAINING\r\n");
     assert.equal(await w.cmd("delete 1"), "DELETED\r\n", "other commands still work while draining");
-    assert.match(s.output(), /^pid \d+$/m, "-V logs the pid");
-    assert.match(s.output(), /^bind 127\.0\.0\.1:\d+$/m, "-V logs the address");
-    assert.match(s.output(), /^accept \d+$/m, "-V logs connections");
+    const at = "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z INFO  ";
+    assert.match(
+      s.output(),
+      new RegExp(`^${at}listening plain=127\\.0\\.0\\.1:\\d+ .*pid=${s.child!.pid}$`, "m"),
+      "-V: where",
+    );
+    assert.match(s.output(), new RegExp(`^${at}accept \\d+$`, "m"), "-V logs connections");
     process.kill(s.child!.pid!, "SIGTERM");
     assert.equal(await exited(s.child!), 0);
     await w.closed();

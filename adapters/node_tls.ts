@@ -1,0 +1,88 @@
+// A TLS listener on node:tls, Deno's TLS listener (see deno.ts for why not
+// Deno.listenTls): client certificates via requestCert + ca (rustls underneath), and a
+// handshake timeout. Connections are served by the same serveStreams() as every other
+// one, over web streams made from the node socket.
+import { createServer, type TLSSocket } from "node:tls";
+import type { Service } from "../protocol/service.ts";
+import { serveStreams, type StreamPair } from "../protocol/streams.ts";
+import { HANDSHAKE_TIMEOUT_MS, type Listening, peerName, type TlsMaterial } from "./types.ts";
+
+/** Web streams over a node socket, with back-pressure both ways and half-close kept. */
+export function socketStreams(sock: TLSSocket): StreamPair {
+  sock.pause();
+  const readable = new ReadableStream<Uint8Array>({
+    start(controller) {
+      sock.on("data", (d: Uint8Array) => {
+        controller.enqueue(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+        sock.pause(); // resumed by the next pull: read only when the connection asks
+      });
+      const end = () => {
+        try {
+          controller.close();
+        } catch { /* closed or errored already */ }
+      };
+      sock.once("end", end);
+      sock.once("close", end);
+      sock.once("error", (e) => {
+        try {
+          controller.error(e);
+        } catch { /* closed already */ }
+      });
+    },
+    pull() {
+      sock.resume();
+    },
+    cancel() {
+      sock.destroy();
+    },
+  }, { highWaterMark: 0 });
+  const writable = new WritableStream<Uint8Array>({
+    // Settles once node has taken the bytes (the callback), so the piece may be reused.
+    write: (chunk) =>
+      new Promise<void>((resolve, reject) => {
+        if (sock.destroyed) return reject(new Error("socket closed"));
+        sock.write(chunk, (e) => (e ? reject(e) : resolve()));
+      }),
+  });
+  // end() sends what is queued, then close_notify and FIN; destroy once that is done, so
+  // a client that never closes its side does not keep the socket.
+  const close = () => sock.end(() => sock.destroy());
+  return { readable, writable, close };
+}
+
+/** Listen for TLS on host:port with node:tls; with tls.ca, only CA-signed clients get in. */
+export function listenNodeTls(
+  svc: Service,
+  addr: { host: string; port: number },
+  tls: TlsMaterial,
+  handshakeTimeoutMs = HANDSHAKE_TIMEOUT_MS,
+): Promise<Listening> {
+  const mtls = tls.ca !== undefined;
+  const server = createServer({
+    cert: tls.cert,
+    key: tls.key,
+    ...(mtls ? { ca: tls.ca, requestCert: true, rejectUnauthorized: true } : {}),
+    allowHalfOpen: true,
+    handshakeTimeout: handshakeTimeoutMs,
+  });
+  server.on("secureConnection", (sock: TLSSocket) => {
+    // rejectUnauthorized already refused the handshake of an unverified client; this is
+    // the second lock on the door, should a runtime ever let one through.
+    if (mtls && !sock.authorized) return void sock.destroy();
+    sock.setNoDelay(true);
+    const peer = mtls ? peerName(sock.getPeerCertificate()?.subject as Record<string, unknown> | undefined) : undefined;
+    void serveStreams(svc, { ...socketStreams(sock), ...(peer ? { peer } : {}) });
+  });
+  // A failed handshake (no certificate, wrong CA, not TLS at all, too slow). Destroy the
+  // socket ourselves: Deno 2.9 reports handshakeTimeout here but leaves the socket open.
+  server.on("tlsClientError", (_e: Error, sock: TLSSocket) => sock.destroy());
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(addr.port, addr.host, () => {
+      server.off("error", reject);
+      server.on("error", (e) => svc.error(`TLS listener: ${e}`));
+      const a = server.address() as { address: string; port: number };
+      resolve({ address: { host: a.address, port: a.port }, close: () => server.close() });
+    });
+  });
+}
