@@ -109,6 +109,8 @@ export interface WalHealth {
   files: number;
   /** Failed writes and failed fsyncs since start. */
   diskErrors: number;
+  /** False after a failed write or fsync, until a later one succeeds (/readyz). */
+  writable: boolean;
   /** Duration of each fsync round (ms). */
   fsync: Histogram;
 }
