@@ -31,9 +31,7 @@ export class Scrape {
 
   /** The value of the one sample of `name` whose labels include `labels`. */
   value(name: string, labels: Record<string, string> = {}): number {
-    const hits = this.family(name).metrics.filter((m) =>
-      Object.entries(labels).every(([k, v]) => m.labels?.[k] === v)
-    );
+    const hits = this.family(name).metrics.filter((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
     if (hits.length !== 1) throw new Error(`${hits.length} samples of ${name} match ${JSON.stringify(labels)}`);
     return Number(hits[0]!.value);
   }
