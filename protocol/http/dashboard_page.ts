@@ -96,7 +96,7 @@ h2 { font-size: 15px; margin: 0 0 8px; }
 .k-ready { color: var(--ready); } .k-reserved { color: var(--reserved); } .k-buried { color: var(--buried); }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: right; padding: 3px 6px; border-bottom: 1px solid var(--line); white-space: nowrap; }
-th:first-child, td:first-child { text-align: left; }
+th:first-child, td:first-child, th:last-child { text-align: left; }
 td.body { text-align: left; white-space: pre-wrap; word-break: break-all; font-family: ui-monospace, monospace;
   max-width: 420px; font-size: 12px; }
 td.body.hex { color: var(--mute); }
