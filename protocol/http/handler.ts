@@ -12,7 +12,7 @@
 // so another site's page cannot make a browser send it; and a header or a JSON body
 // makes any cross-origin request a preflighted one, which we never approve.
 import type { Service } from "../service.ts";
-import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics.ts";
+import { METRICS_CONTENT_TYPE, metricsStream } from "./metrics.ts";
 import { type ListState, overview, tubeJobs } from "./views.ts";
 import { type Action, runAction } from "./actions.ts";
 import { DASHBOARD_CSS, DASHBOARD_HTML } from "./dashboard_page.ts";
@@ -172,7 +172,9 @@ export function httpHandler(svc: Service, opts: HttpOptions): (req: Request) => 
         return h && !h.writable ? text(503, "log not writable\n") : text(200, "ready\n");
       }
       case "/metrics":
-        return respond(200, await renderMetrics(src), METRICS_CONTENT_TYPE);
+        return new Response(metricsStream(src), {
+          headers: { "content-type": METRICS_CONTENT_TYPE, ...SECURITY_HEADERS },
+        });
       case "/":
         return respond(200, DASHBOARD_HTML, "text/html; charset=utf-8", { "content-security-policy": PAGE_CSP });
       case "/dashboard.js":

@@ -4,9 +4,10 @@
 //
 // A scrape walks every tube. With many tubes that is real work on the one thread the
 // protocol port also runs on, so the per-tube part is built in slices of TUBES_PER_SLICE
-// tubes with a macrotask yield between them: protocol connections are served in the
-// gaps and a scrape never holds the loop for long. The tube list is copied first (the
-// live one is reordered as tubes come and go); a tube dropped mid-scrape still shows.
+// tubes with a macrotask yield between them, and streamed out as it is made: protocol
+// connections are served in the gaps and a scrape never holds the loop for long. The
+// tube list is copied first (the live one is reordered as tubes come and go); a tube
+// dropped mid-scrape still shows. Samples of one scrape may be taken a few ms apart.
 import type { Queue } from "../../core/queue.ts";
 import type { Tube } from "../../core/model.ts";
 import type { Histogram } from "../../core/histogram.ts";
@@ -14,8 +15,8 @@ import { CMD_KEYS } from "../../core/stats.ts";
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
-/** Tubes rendered between two yields to the event loop. */
-export const TUBES_PER_SLICE = 500;
+/** Tubes rendered (for one family) between two yields to the event loop. */
+export const TUBES_PER_SLICE = 1000;
 
 /** What a scrape reads. */
 export interface MetricsSource {
@@ -73,8 +74,78 @@ function histogram(f: Family, h: Histogram, labels = ""): void {
 
 const yieldToLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 
-/** The whole exposition text. `pause` is awaited between slices (tests pass their own). */
-export async function renderMetrics(src: MetricsSource, pause: () => Promise<void> = yieldToLoop): Promise<string> {
+/** A per-tube family: its samples for one tube (`l` is the tube's label pair). */
+interface TubeFamily {
+  name: string;
+  kind: Kind;
+  help: string;
+  lines(t: Tube, l: string, nowMs: number): string;
+}
+
+const TUBE_FAMILIES: readonly TubeFamily[] = [
+  {
+    name: "beanstalkd_tube_jobs",
+    kind: "gauge",
+    help: "Jobs in a tube by state.",
+    lines: (t, l) =>
+      `beanstalkd_tube_jobs{${l},state="urgent"} ${t.urgent}\n` +
+      `beanstalkd_tube_jobs{${l},state="ready"} ${t.ready.size}\n` +
+      `beanstalkd_tube_jobs{${l},state="reserved"} ${t.reserved}\n` +
+      `beanstalkd_tube_jobs{${l},state="delayed"} ${t.delayed.size}\n` +
+      `beanstalkd_tube_jobs{${l},state="buried"} ${t.buried.size}\n`,
+  },
+  {
+    name: "beanstalkd_tube_connections",
+    kind: "gauge",
+    help: "Connections using, watching or waiting on a tube.",
+    lines: (t, l) =>
+      `beanstalkd_tube_connections{${l},role="using"} ${t.using}\n` +
+      `beanstalkd_tube_connections{${l},role="watching"} ${t.watching}\n` +
+      `beanstalkd_tube_connections{${l},role="waiting"} ${t.waiting}\n`,
+  },
+  {
+    name: "beanstalkd_tube_paused",
+    kind: "gauge",
+    help: "1 while a tube is paused.",
+    lines: (t, l, now) => `beanstalkd_tube_paused{${l}} ${t.unpauseAt > now ? 1 : 0}\n`,
+  },
+  {
+    name: "beanstalkd_tube_jobs_total",
+    kind: "counter",
+    help: "Jobs put into a tube since it was created.",
+    lines: (t, l) => `beanstalkd_tube_jobs_total{${l}} ${t.totalJobs}\n`,
+  },
+  {
+    name: "beanstalkd_tube_deletes_total",
+    kind: "counter",
+    help: "delete commands on a tube's jobs.",
+    lines: (t, l) => `beanstalkd_tube_deletes_total{${l}} ${t.cmdDelete}\n`,
+  },
+  {
+    name: "tubeway_tube_pause_remaining_seconds",
+    kind: "gauge",
+    help: "Seconds until a paused tube resumes.",
+    lines: (t, l, now) =>
+      `tubeway_tube_pause_remaining_seconds{${l}} ${t.unpauseAt > now ? Math.ceil((t.unpauseAt - now) / 1000) : 0}\n`,
+  },
+  {
+    name: "tubeway_tube_oldest_ready_seconds",
+    kind: "gauge",
+    help: "Age of the oldest ready job in a tube (time since it became ready): queue latency.",
+    lines: (t, l, now) => `tubeway_tube_oldest_ready_seconds{${l}} ${oldestReadyMs(t, now) / 1000}\n`,
+  },
+];
+
+/**
+ * The exposition text in chunks: the server-wide families, then each per-tube family
+ * in slices of TUBES_PER_SLICE tubes, awaiting `pause` between slices so the protocol
+ * port is served in the gaps; then the histograms and the log's health. Streamed to the
+ * scraper as it is made, so no one piece of work (not even joining megabytes) is large.
+ */
+export async function* metricChunks(
+  src: MetricsSource,
+  pause: () => Promise<void> = yieldToLoop,
+): AsyncGenerator<string> {
   const q = src.queue;
   const fams: Family[] = [];
   const fam = (name: string, kind: Kind, help: string) => {
@@ -103,39 +174,24 @@ export async function renderMetrics(src: MetricsSource, pause: () => Promise<voi
   fam("beanstalkd_tubes_current", "gauge", "Tubes that exist now.").add("", g.tubes);
   const cmds = fam("beanstalkd_commands_total", "counter", "Commands received, by command.");
   CMD_KEYS.forEach((k, i) => cmds.add(`{command="${k}"}`, c.cmd[i]!));
+  yield fams.map((f) => f.text()).join("");
+  fams.length = 0;
 
-  const tubeJobs = fam("beanstalkd_tube_jobs", "gauge", "Jobs in a tube by state.");
-  const tubeConns = fam("beanstalkd_tube_connections", "gauge", "Connections using, watching or waiting on a tube.");
-  const paused = fam("beanstalkd_tube_paused", "gauge", "1 while a tube is paused.");
-  const tubeTotal = fam("beanstalkd_tube_jobs_total", "counter", "Jobs put into a tube since it was created.");
-  const tubeDeletes = fam("beanstalkd_tube_deletes_total", "counter", "delete commands on a tube's jobs.");
-  const pauseLeft = fam("tubeway_tube_pause_remaining_seconds", "gauge", "Seconds until a paused tube resumes.");
-  const oldest = fam(
-    "tubeway_tube_oldest_ready_seconds",
-    "gauge",
-    "Age of the oldest ready job in a tube (time since it became ready): queue latency.",
-  );
   const tubes = [...q.tubeList()];
-  for (let from = 0; from < tubes.length; from += TUBES_PER_SLICE) {
-    if (from > 0) await pause();
-    const sliceNow = q.clock.now();
-    for (const t of tubes.slice(from, from + TUBES_PER_SLICE)) {
-      const l = `tube="${labelValue(t.name)}"`;
-      tubeJobs.add(`{${l},state="urgent"}`, t.urgent);
-      tubeJobs.add(`{${l},state="ready"}`, t.ready.size);
-      tubeJobs.add(`{${l},state="reserved"}`, t.reserved);
-      tubeJobs.add(`{${l},state="delayed"}`, t.delayed.size);
-      tubeJobs.add(`{${l},state="buried"}`, t.buried.size);
-      tubeConns.add(`{${l},role="using"}`, t.using);
-      tubeConns.add(`{${l},role="watching"}`, t.watching);
-      tubeConns.add(`{${l},role="waiting"}`, t.waiting);
-      const isPaused = t.unpauseAt > sliceNow;
-      paused.add(`{${l}}`, isPaused ? 1 : 0);
-      pauseLeft.add(`{${l}}`, isPaused ? Math.ceil((t.unpauseAt - sliceNow) / 1000) : 0);
-      tubeTotal.add(`{${l}}`, t.totalJobs);
-      tubeDeletes.add(`{${l}}`, t.cmdDelete);
-      oldest.add(`{${l}}`, oldestReadyMs(t, sliceNow) / 1000);
+  const labels = tubes.map((t) => `tube="${labelValue(t.name)}"`);
+  for (const f of TUBE_FAMILIES) {
+    let chunk = `# HELP ${f.name} ${f.help}\n# TYPE ${f.name} ${f.kind}\n`;
+    for (let from = 0; from < tubes.length; from += TUBES_PER_SLICE) {
+      if (from > 0) {
+        yield chunk;
+        chunk = "";
+        await pause();
+      }
+      const sliceNow = q.clock.now();
+      const to = Math.min(tubes.length, from + TUBES_PER_SLICE);
+      for (let i = from; i < to; i++) chunk += f.lines(tubes[i]!, labels[i]!, sliceNow);
     }
+    yield chunk;
   }
 
   histogram(
@@ -166,5 +222,28 @@ export async function renderMetrics(src: MetricsSource, pause: () => Promise<voi
     `{version="${labelValue(src.version)}"}`,
     1,
   );
-  return fams.map((f) => f.text()).join("");
+  yield fams.map((f) => f.text()).join("");
+}
+
+/** The whole exposition as one string (tests, small servers). */
+export async function renderMetrics(src: MetricsSource, pause: () => Promise<void> = yieldToLoop): Promise<string> {
+  let out = "";
+  for await (const chunk of metricChunks(src, pause)) out += chunk;
+  return out;
+}
+
+/** The exposition as a byte stream, made chunk by chunk as the reader pulls. */
+export function metricsStream(src: MetricsSource): ReadableStream<Uint8Array> {
+  const chunks = metricChunks(src);
+  const enc = new TextEncoder();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await chunks.next();
+      if (next.done) controller.close();
+      else controller.enqueue(enc.encode(next.value));
+    },
+    async cancel() {
+      await chunks.return(undefined);
+    },
+  }, { highWaterMark: 0 });
 }
