@@ -47,7 +47,7 @@ export const DASHBOARD_HTML = `<!doctype html>
       <span id="browse-total"></span>
     </div>
     <table id="jobs">
-      <thead><tr><th>id</th><th>pri</th><th>age</th><th>delay left</th><th>reserves</th><th>size</th><th>body</th><th>actions</th></tr></thead>
+      <thead><tr><th>id</th><th>pri</th><th>age</th><th>delay left</th><th>reserves</th><th>size</th><th class="body">body</th><th>actions</th></tr></thead>
       <tbody></tbody>
     </table>
   </section>
@@ -97,7 +97,8 @@ h2 { font-size: 15px; margin: 0 0 8px; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: right; padding: 3px 6px; border-bottom: 1px solid var(--line); white-space: nowrap; }
 th:first-child, td:first-child, th:last-child { text-align: left; }
-td.body { text-align: left; white-space: pre-wrap; word-break: break-all; font-family: ui-monospace, monospace;
+th.body, td.body { text-align: left; }
+td.body { white-space: pre-wrap; word-break: break-all; font-family: ui-monospace, monospace;
   max-width: 420px; font-size: 12px; }
 td.body.hex { color: var(--mute); }
 td.actions { text-align: left; }

@@ -10,6 +10,7 @@ export const DASHBOARD_JS = String.raw`
   var POLL_MS = 2000, KEEP = 150;
   var samples = [];
   var prev = null;
+  var prevAt = 0;
   var browsing = null;
   var writable = false;
   var $ = function (sel) { return document.querySelector(sel); };
@@ -101,7 +102,8 @@ export const DASHBOARD_JS = String.raw`
     body.replaceChildren();
     var before = {};
     if (prev) prev.tubes.forEach(function (t) { before[t.name] = t; });
-    var dt = prev ? Math.max(0.001, (o.uptimeS - prev.uptimeS) || POLL_MS / 1000) : 0;
+    // rates over the time between this page's own polls (uptime is in whole seconds)
+    var dt = prev ? Math.max(0.001, (performance.now() - prevAt) / 1000) : 0;
     $("#tube-count").textContent = o.tubeCount > o.tubes.length
       ? "(" + o.tubes.length + " of " + o.tubeCount + " shown)" : "(" + o.tubeCount + ")";
     o.tubes.forEach(function (t) {
@@ -109,12 +111,12 @@ export const DASHBOARD_JS = String.raw`
       tr.dataset.tube = t.name;
       var p = before[t.name];
       var putRate = p && dt ? Math.max(0, (t.totalJobs - p.totalJobs) / dt) : 0;
-      var delRate = p && dt ? Math.max(0, (t.deletes - p.deletes) / dt) : 0;
+      var delRate = p && dt ? Math.max(0, (t.cmdDelete - p.cmdDelete) / dt) : 0;
       var cols = [
         ["name", t.name], ["ready", t.ready], ["reserved", t.reserved], ["delayed", t.delayed],
         ["buried", t.buried], ["urgent", t.urgent], ["waiting", t.waiting],
         ["put-rate", putRate.toFixed(1)], ["delete-rate", delRate.toFixed(1)],
-        ["oldest", t.ready ? secs(t.oldestReadyS) : "-"], ["paused", t.pausedForS ? secs(t.pausedForS) : "no"],
+        ["oldest", t.ready ? secs(t.oldestReadyS) : "-"], ["paused", t.pause ? secs(t.pauseTimeLeft) : "no"],
       ];
       cols.forEach(function (c) { var td = el("td", c[1]); td.dataset.col = c[0]; tr.appendChild(td); });
       var a = el("td", null, "actions");
@@ -128,7 +130,7 @@ export const DASHBOARD_JS = String.raw`
         act("/api/tubes/" + encodeURIComponent(t.name) + "/kick", { bound: Number(bound.value) || 1 });
       }));
       a.appendChild(bound);
-      if (t.pausedForS) {
+      if (t.pause) {
         a.appendChild(button("resume", "resume", function () {
           act("/api/tubes/" + encodeURIComponent(t.name) + "/pause", { seconds: 0 });
         }));
@@ -211,6 +213,7 @@ export const DASHBOARD_JS = String.raw`
       commands(o);
       document.querySelector("#put-form button").disabled = !writable;
       prev = o;
+      prevAt = performance.now();
       document.body.dataset.loaded = String(Number(document.body.dataset.loaded || "0") + 1);
       return jobs();
     }).catch(function (e) { status(String(e.message || e), true); });

@@ -162,7 +162,7 @@ export function httpHandler(svc: Service, opts: HttpOptions): (req: Request) => 
     return json(statusOf(reply), { reply });
   }
 
-  async function get(url: URL, parts: string[]): Promise<Response> {
+  function get(url: URL, parts: string[]): Response {
     switch (url.pathname) {
       case "/healthz":
         return text(200, "ok\n");
@@ -203,7 +203,7 @@ export function httpHandler(svc: Service, opts: HttpOptions): (req: Request) => 
       return text(400, "bad path\n");
     }
     try {
-      if (req.method === "GET" || req.method === "HEAD") return await get(url, parts);
+      if (req.method === "GET" || req.method === "HEAD") return get(url, parts);
       if (req.method === "POST" && parts.length === 3) return await post(req, parts);
       return text(405, "method not allowed\n", { allow: "GET, HEAD, POST" });
     } catch (e) {

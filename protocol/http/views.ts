@@ -4,7 +4,7 @@
 // textContent, never as HTML.
 import type { Queue } from "../../core/queue.ts";
 import { deadlineBefore, type Job, readyBefore } from "../../core/model.ts";
-import { CMD_KEYS } from "../../core/stats.ts";
+import { CMD_KEYS, tubeStats } from "../../core/stats.ts";
 import { oldestReadyMs } from "./metrics.ts";
 
 /** Most tubes an overview lists (the busiest first); metrics have them all. */
@@ -28,21 +28,7 @@ export function overview(src: OverviewSource) {
   const all = q.tubeList();
   const tubes = (all.length > MAX_TUBES_SHOWN ? [...all].sort((a, b) => b.jobs - a.jobs) : [...all])
     .slice(0, MAX_TUBES_SHOWN)
-    .map((t) => ({
-      name: t.name,
-      urgent: t.urgent,
-      ready: t.ready.size,
-      reserved: t.reserved,
-      delayed: t.delayed.size,
-      buried: t.buried.size,
-      totalJobs: t.totalJobs,
-      deletes: t.cmdDelete,
-      using: t.using,
-      watching: t.watching,
-      waiting: t.waiting,
-      pausedForS: t.unpauseAt > now ? Math.ceil((t.unpauseAt - now) / 1000) : 0,
-      oldestReadyS: oldestReadyMs(t, now) / 1000,
-    }))
+    .map((t) => ({ ...tubeStats(t, now), oldestReadyS: oldestReadyMs(t, now) / 1000 }))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const commands: Record<string, number> = {};
   CMD_KEYS.forEach((k, i) => (commands[k] = q.counters.cmd[i]!));
@@ -88,7 +74,6 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 export function bodyPreview(body: Uint8Array): { text: string } | { hex: string } {
   const head = body.subarray(0, BODY_PREVIEW_BYTES);
   try {
-    // deno-lint-ignore no-control-regex
     const text = utf8.decode(head);
     // deno-lint-ignore no-control-regex
     if (!/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/.test(text)) return { text };

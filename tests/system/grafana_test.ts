@@ -13,7 +13,7 @@ import { Service } from "../../protocol/service.ts";
 import { renderMetrics } from "../../protocol/http/metrics.ts";
 
 function exprsOf(node: unknown, out: string[] = []): string[] {
-  if (Array.isArray(node)) for (const n of node) exprsOf(n, out);
+  if (Array.isArray(node)) { for (const n of node) exprsOf(n, out); }
   else if (node && typeof node === "object") {
     for (const [k, v] of Object.entries(node)) {
       if ((k === "expr" || k === "definition") && typeof v === "string") out.push(v);
