@@ -9,6 +9,8 @@ import { getText, HTTP_KINDS, type HttpRunning, startWithHttp } from "../harness
 import { Scrape } from "../harness/prometheus.ts";
 import { skipUnless } from "../harness/paths.ts";
 import { freePort, startProcess } from "../harness/targets.ts";
+import { spawnSync } from "node:child_process";
+import { createServer } from "node:net";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -123,7 +125,7 @@ for (const kind of Object.values(HTTP_KINDS)) {
   });
 }
 
-describe("without --http", { skip: skipUnless(!HTTP_KINDS.deno.unavailable(), "deno is not installed") }, () => {
+describe("--http at startup", { skip: skipUnless(!HTTP_KINDS.deno.unavailable(), "deno is not installed") }, () => {
   it("nothing listens on the side port", async () => {
     const port = await freePort();
     const srv = await startProcess(await HTTP_KINDS.deno.argv(), []);
@@ -131,6 +133,30 @@ describe("without --http", { skip: skipUnless(!HTTP_KINDS.deno.unavailable(), "d
       await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`));
     } finally {
       await srv.stop();
+    }
+  });
+
+  it("exits 111 naming the address when the side port cannot be bound, and 5 with usage for a bad address", async () => {
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, "127.0.0.1", r));
+    const port = (busy.address() as { port: number }).port;
+    try {
+      const argv = await HTTP_KINDS.deno.argv();
+      const taken = spawnSync(
+        argv[0]!,
+        [...argv.slice(1), "-l", "127.0.0.1", "-p", "0", "--http", `127.0.0.1:${port}`],
+        {
+          encoding: "utf8",
+          timeout: 30_000,
+        },
+      );
+      assert.equal(taken.status, 111);
+      assert.match(taken.stderr, new RegExp(`tubeway: cannot listen on --http 127\\.0\\.0\\.1:${port}: `));
+      const bad = spawnSync(argv[0]!, [...argv.slice(1), "--http", "nowhere"], { encoding: "utf8", timeout: 30_000 });
+      assert.equal(bad.status, 5);
+      assert.match(bad.stderr, /invalid --http address \(want HOST:PORT\): nowhere\nUse: tubeway/);
+    } finally {
+      busy.close();
     }
   });
 });
