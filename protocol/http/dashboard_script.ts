@@ -12,6 +12,7 @@ export const DASHBOARD_JS = String.raw`
   var prev = null;
   var prevAt = 0;
   var browsing = null;
+  var shownJobs = "";
   var writable = false;
   var $ = function (sel) { return document.querySelector(sel); };
 
@@ -52,7 +53,6 @@ export const DASHBOARD_JS = String.raw`
     var b = el("button", label);
     b.dataset.action = action;
     b.disabled = !writable;
-    b.title = writable ? "" : "read-only: start tubeway with --http-token";
     b.addEventListener("click", onClick);
     return b;
   }
@@ -97,53 +97,72 @@ export const DASHBOARD_JS = String.raw`
     $("#chart-max").textContent = "max " + max + ", last " + Math.round((samples.length * POLL_MS) / 1000) + "s";
   }
 
+  var COLS = ["name", "ready", "reserved", "delayed", "buried", "urgent", "waiting", "put-rate", "delete-rate",
+    "oldest", "paused"];
+  var rows = {};
+
+  // A tube's row is made once and then updated in place, so that what someone is typing
+  // into its inputs (kick bound, pause seconds) survives the refreshes.
+  function makeRow(name) {
+    var r = { tr: el("tr"), cells: {}, t: null, buttons: [] };
+    r.tr.dataset.tube = name;
+    COLS.forEach(function (c) { var td = el("td"); td.dataset.col = c; r.cells[c] = td; r.tr.appendChild(td); });
+    var a = el("td", null, "actions");
+    var path = "/api/tubes/" + encodeURIComponent(name);
+    var browse = el("button", "browse");
+    browse.dataset.action = "browse";
+    browse.addEventListener("click", function () { browse_(name, r.t && r.t.buried ? "buried" : "ready"); });
+    a.appendChild(browse);
+    var bound = el("input");
+    bound.type = "number"; bound.min = "1"; bound.value = "1"; bound.setAttribute("aria-label", "kick bound");
+    r.buttons.push(button("kick", "kick", function () { act(path + "/kick", { bound: Number(bound.value) || 1 }); }));
+    a.appendChild(r.buttons[0]);
+    a.appendChild(bound);
+    r.resume = button("resume", "resume", function () { act(path + "/pause", { seconds: 0 }); });
+    r.secs = el("input");
+    r.secs.type = "number"; r.secs.min = "1"; r.secs.value = "60"; r.secs.setAttribute("aria-label", "pause seconds");
+    r.pause = button("pause", "pause", function () { act(path + "/pause", { seconds: Number(r.secs.value) || 60 }); });
+    r.buttons.push(r.resume, r.pause);
+    a.appendChild(r.resume);
+    a.appendChild(r.pause);
+    a.appendChild(r.secs);
+    r.tr.appendChild(a);
+    return r;
+  }
+
   function tubes(o) {
     var body = $("#tubes tbody");
-    body.replaceChildren();
     var before = {};
     if (prev) prev.tubes.forEach(function (t) { before[t.name] = t; });
     // rates over the time between this page's own polls (uptime is in whole seconds)
     var dt = prev ? Math.max(0.001, (performance.now() - prevAt) / 1000) : 0;
     $("#tube-count").textContent = o.tubeCount > o.tubes.length
       ? "(" + o.tubes.length + " of " + o.tubeCount + " shown)" : "(" + o.tubeCount + ")";
-    o.tubes.forEach(function (t) {
-      var tr = el("tr");
-      tr.dataset.tube = t.name;
+    var seen = {};
+    o.tubes.forEach(function (t, i) {
+      seen[t.name] = true;
+      var r = rows[t.name] || (rows[t.name] = makeRow(t.name));
+      r.t = t;
       var p = before[t.name];
       var putRate = p && dt ? Math.max(0, (t.totalJobs - p.totalJobs) / dt) : 0;
       var delRate = p && dt ? Math.max(0, (t.cmdDelete - p.cmdDelete) / dt) : 0;
-      var cols = [
-        ["name", t.name], ["ready", t.ready], ["reserved", t.reserved], ["delayed", t.delayed],
-        ["buried", t.buried], ["urgent", t.urgent], ["waiting", t.waiting],
-        ["put-rate", putRate.toFixed(1)], ["delete-rate", delRate.toFixed(1)],
-        ["oldest", t.ready ? secs(t.oldestReadyS) : "-"], ["paused", t.pause ? secs(t.pauseTimeLeft) : "no"],
-      ];
-      cols.forEach(function (c) { var td = el("td", c[1]); td.dataset.col = c[0]; tr.appendChild(td); });
-      var a = el("td", null, "actions");
-      var browse = el("button", "browse");
-      browse.dataset.action = "browse";
-      browse.addEventListener("click", function () { browse_(t.name, t.buried ? "buried" : "ready"); });
-      a.appendChild(browse);
-      var bound = el("input");
-      bound.type = "number"; bound.min = "1"; bound.value = "1"; bound.setAttribute("aria-label", "kick bound");
-      a.appendChild(button("kick", "kick", function () {
-        act("/api/tubes/" + encodeURIComponent(t.name) + "/kick", { bound: Number(bound.value) || 1 });
-      }));
-      a.appendChild(bound);
-      if (t.pause) {
-        a.appendChild(button("resume", "resume", function () {
-          act("/api/tubes/" + encodeURIComponent(t.name) + "/pause", { seconds: 0 });
-        }));
-      } else {
-        var secsIn = el("input");
-        secsIn.type = "number"; secsIn.min = "1"; secsIn.value = "60"; secsIn.setAttribute("aria-label", "pause seconds");
-        a.appendChild(button("pause", "pause", function () {
-          act("/api/tubes/" + encodeURIComponent(t.name) + "/pause", { seconds: Number(secsIn.value) || 60 });
-        }));
-        a.appendChild(secsIn);
+      var values = [t.name, t.ready, t.reserved, t.delayed, t.buried, t.urgent, t.waiting, putRate.toFixed(1),
+        delRate.toFixed(1), t.ready ? secs(t.oldestReadyS) : "-", t.pause ? secs(t.pauseTimeLeft) : "no"];
+      COLS.forEach(function (c, k) {
+        var v = String(values[k]);
+        if (r.cells[c].textContent !== v) r.cells[c].textContent = v;
+      });
+      r.resume.hidden = !t.pause;
+      r.pause.hidden = r.secs.hidden = !!t.pause;
+      r.buttons.forEach(function (b) { b.disabled = !writable; });
+      // move only rows that are out of place (moving a row would take the focus from its inputs)
+      if (body.children[i] !== r.tr) body.insertBefore(r.tr, body.children[i] || null);
+    });
+    Object.keys(rows).forEach(function (name) {
+      if (!seen[name]) {
+        rows[name].tr.remove();
+        delete rows[name];
       }
-      tr.appendChild(a);
-      body.appendChild(tr);
     });
   }
 
@@ -162,7 +181,19 @@ export const DASHBOARD_JS = String.raw`
     });
     return api("/api/tubes/" + encodeURIComponent(b.tube) + "/jobs?state=" + b.state + "&limit=50").then(function (l) {
       $("#browse-total").textContent = l.total + " " + b.state + (l.total > l.jobs.length ? ", first " + l.jobs.length + " shown" : "");
+      // Rows are rebuilt only when the jobs listed change, so a button is not swapped out
+      // under a click; ages and delays are updated in place.
+      var key = JSON.stringify([b, writable, l.jobs.map(function (j) { return [j.id, j.pri, j.reserves]; })]);
       var body = $("#jobs tbody");
+      if (key === shownJobs) {
+        l.jobs.forEach(function (j, i) {
+          var cells = body.children[i].children;
+          cells[2].textContent = secs(j.ageS);
+          cells[3].textContent = b.state === "delayed" ? secs(j.timeLeftS) : "-";
+        });
+        return;
+      }
+      shownJobs = key;
       body.replaceChildren();
       l.jobs.forEach(function (j) {
         var tr = el("tr");
@@ -183,6 +214,7 @@ export const DASHBOARD_JS = String.raw`
       });
     }).catch(function (e) {
       $("#jobs tbody").replaceChildren();
+      shownJobs = "";
       $("#browse-total").textContent = String(e.message || e);
     });
   }

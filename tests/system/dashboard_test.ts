@@ -1,8 +1,8 @@
 // The dashboard in a real browser: Debian's chromium, driven headless by puppeteer-core
 // (pinned in package.json). Loads the page from the server of this file's runtime (and
 // the compiled binary under Deno), checks the tubes and counts it shows, that a job
-// body is shown as text (never markup), then kicks a buried job and pauses a tube
-// from the page and verifies both over the protocol. Screenshots go to tests/artifacts/.
+// body is shown as text (never markup), then kicks a buried job, pauses a tube, puts
+// a job and deletes it from the page, and verifies each over the protocol. Screenshots go to tests/artifacts/.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
@@ -128,6 +128,30 @@ for (const kind of kinds) {
       // the protocol connection and others are still served
       assert.equal(await w.cmd("use emails"), "USING emails\r\n");
       assert.match(await w.cmd("peek-ready"), /^FOUND 1 /);
+    });
+
+    it("puts a job from the form and deletes it from the job list", async () => {
+      await page.$eval('#put-form input[name="tube"]', (e) => ((e as unknown as { value: string }).value = ""));
+      await page.type('#put-form input[name="tube"]', "forms");
+      await page.type('#put-form textarea[name="body"]', "from the page");
+      await page.click('#put-form button[type="submit"]');
+      await page.waitForFunction('/INSERTED \\d+/.test(document.querySelector("#status")?.textContent ?? "")', {
+        timeout: WAIT_MS,
+      });
+      const id = /INSERTED (\d+)/.exec(await page.$eval("#status", (e) => e.textContent ?? ""))![1]!;
+      assert.equal(await w.cmd(`peek ${id}`), `FOUND ${id} 13\r\nfrom the page\r\n`);
+      assert.match(await w.cmd(`stats-job ${id}`), /\ntube: "forms"\n/);
+
+      await page.waitForSelector('#tubes tr[data-tube="forms"] button[data-action="browse"]', { timeout: WAIT_MS });
+      await page.click('#tubes tr[data-tube="forms"] button[data-action="browse"]');
+      await page.waitForSelector(`#jobs tr[data-job="${id}"] button[data-action="delete"]:not([disabled])`, {
+        timeout: WAIT_MS,
+      });
+      await page.click(`#jobs tr[data-job="${id}"] button[data-action="delete"]`);
+      await page.waitForFunction('/DELETED/.test(document.querySelector("#status")?.textContent ?? "")', {
+        timeout: WAIT_MS,
+      });
+      assert.equal(await w.cmd(`peek ${id}`), "NOT_FOUND\r\n");
     });
 
     it("draws the chart and saves a screenshot as a test artifact", async () => {
