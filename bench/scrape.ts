@@ -72,7 +72,13 @@ function curl(url: string): Promise<{ seconds: number; bytes: number }> {
 
 const stat = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
-  return { min: s[0]!, median: s[Math.floor(s.length / 2)]!, max: s[s.length - 1]! };
+  return {
+    min: s[0]!,
+    median: s[Math.floor(s.length / 2)]!,
+    p99: s[Math.floor(s.length * 0.99)]!,
+    max: s[s.length - 1]!,
+    over50: s.filter((x) => x > 50).length,
+  };
 };
 const ms = (v: number) => v.toFixed(1) + " ms";
 
@@ -143,9 +149,15 @@ async function main() {
     console.log(`tubes: ${TUBES + 2}, jobs: ${TUBES + BIG_TUBE_JOBS}, exposition: ${(size / 1e6).toFixed(2)} MB`);
     console.log(`scrape (${SCRAPES}x): min ${ms(t.min)}, median ${ms(t.median)}, max ${ms(t.max)}`);
     console.log(
-      `protocol round trip while scraping (${a.min ? rttScrape.length : 0}): median ${ms(a.median)}, max ${ms(a.max)}`,
+      `protocol round trip while scraping (${a.min ? rttScrape.length : 0}): median ${ms(a.median)}, p99 ${
+        ms(a.p99)
+      }, max ${ms(a.max)}, ${a.over50} over 50 ms`,
     );
-    console.log(`protocol round trip, no scrape (${rttQuiet.length}): median ${ms(b.median)}, max ${ms(b.max)}`);
+    console.log(
+      `protocol round trip, no scrape (${rttQuiet.length}): median ${ms(b.median)}, p99 ${ms(b.p99)}, max ${
+        ms(b.max)
+      }, ${b.over50} over 50 ms`,
+    );
     c.sock.destroy();
     pinger.sock.destroy();
   } finally {
