@@ -1,5 +1,5 @@
 // Protocol clients inside the test process: a connection on a Service, written to
-// and read synchronously (without -b every reply is written before received() returns).
+// and read synchronously (without -b every reply is written before push() returns).
 import type { Service } from "../../protocol/service.ts";
 
 export interface LocalClient {
@@ -26,8 +26,7 @@ export function localClient(svc: Service): LocalClient {
   };
   return {
     send(text) {
-      conn.parser.push(Uint8Array.from(text, (c) => c.charCodeAt(0)));
-      conn.received();
+      conn.push(Uint8Array.from(text, (c) => c.charCodeAt(0)));
       return take();
     },
     take,

@@ -4,8 +4,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../../core/clock.ts";
-import { MemoryFiles } from "../../../core/files_memory.ts";
-import { openBinlog } from "../../../core/binlog.ts";
+import { MemoryFiles } from "../../harness/files_memory.ts";
+import { openBinlog } from "../../../core/binlog/binlog.ts";
 import { Queue } from "../../../core/queue.ts";
 import { Service } from "../../../protocol/service.ts";
 import { httpHandler } from "../../../protocol/http/handler.ts";
