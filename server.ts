@@ -177,7 +177,8 @@ async function main(args: string[]): Promise<void> {
       plain: plain ? hostPort(plain) : "off",
       tls: secure ? hostPort(secure) : "off",
       "client-certs": tls?.ca !== undefined ? "required" : undefined,
-      http: http ? hostPort(http.address) : "off",
+      // only with --http, so the line stays as it was without it
+      http: http ? hostPort(http.address) : undefined,
       "http-actions": http ? (config.httpToken ? "token" : "off") : undefined,
       runtime: runtimeLabel(),
       binlog: config.binlogDir ?? "off",

@@ -40,7 +40,10 @@ for (const kind of Object.values(HTTP_KINDS)) {
     });
 
     it("logs where the side port listens and that actions need the token", () => {
-      assert.match(srv.output(), new RegExp(`http 127\\.0\\.0\\.1:${srv.httpPort} \\(actions need the token\\)`));
+      assert.match(
+        srv.output(),
+        new RegExp(` listening plain=.* http=127\\.0\\.0\\.1:${srv.httpPort} http-actions=token `),
+      );
     });
 
     it("gives exact metrics after puts, reserves, a TTR timeout, a bury, a kick and a pause", async () => {
@@ -136,7 +139,7 @@ describe("--http at startup", { skip: skipUnless(!HTTP_KINDS.deno.unavailable(),
     }
   });
 
-  it("exits 111 naming the address when the side port cannot be bound, and 5 with usage for a bad address", async () => {
+  it("exits 111 naming the address when the side port cannot be bound, and 5 for a bad address", async () => {
     const busy = createServer();
     await new Promise<void>((r) => busy.listen(0, "127.0.0.1", r));
     const port = (busy.address() as { port: number }).port;
@@ -151,10 +154,10 @@ describe("--http at startup", { skip: skipUnless(!HTTP_KINDS.deno.unavailable(),
         },
       );
       assert.equal(taken.status, 111);
-      assert.match(taken.stderr, new RegExp(`tubeway: cannot listen on --http 127\\.0\\.0\\.1:${port}: `));
+      assert.match(taken.stderr, new RegExp(`ERROR cannot listen on --http 127\\.0\\.0\\.1:${port}: .* exit=111`));
       const bad = spawnSync(argv[0]!, [...argv.slice(1), "--http", "nowhere"], { encoding: "utf8", timeout: 30_000 });
       assert.equal(bad.status, 5);
-      assert.match(bad.stderr, /invalid --http address \(want HOST:PORT\): nowhere\nUse: tubeway/);
+      assert.match(bad.stderr, /--http wants HOST:PORT \(e\.g\. 127\.0\.0\.1:9100\), not nowhere\n/);
     } finally {
       busy.close();
     }
