@@ -12,6 +12,8 @@ import { listen, type ListenAddress, runtimeLabel, type TlsMaterial } from "./ad
 import { loadTls } from "./adapters/tls_files.ts";
 import { WalOpenError } from "./core/binlog/binlog.ts";
 import { type Opened, openService } from "./adapters/open.ts";
+import { serveHttp } from "./adapters/http.ts";
+import { httpHandler } from "./protocol/http/handler.ts";
 
 /** beanstalkd's prefix for usage errors, which keep its exact wording (scripts match them). */
 const PREFIX = "tubeway";
@@ -79,7 +81,7 @@ function onSignal(signal: "SIGTERM" | "SIGINT" | "SIGUSR1", handler: () => void)
 }
 
 async function main(args: string[]): Promise<void> {
-  const parsed = parseConfig(args);
+  const parsed = parseConfig(args, process.env);
   switch (parsed.kind) {
     case "help":
       process.stderr.write(USAGE);
@@ -127,6 +129,7 @@ async function main(args: string[]): Promise<void> {
   if ("path" in config.listen) prepareUnixPath(config.listen.path, log, fail);
   let listening: Awaited<ReturnType<typeof listen>> | undefined;
   let tlsListening: Awaited<ReturnType<typeof listen>> | undefined;
+  let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -134,6 +137,7 @@ async function main(args: string[]): Promise<void> {
     if (config.verbose > 0) log.info(`${signal}: shutting down`);
     listening?.close();
     tlsListening?.close();
+    void http?.close();
     opened.close();
     process.exit(0);
   };
@@ -158,6 +162,14 @@ async function main(args: string[]): Promise<void> {
       fail(`cannot listen for TLS on ${hostPort(tlsBeside)}: ${causeOf(e)}`, 111);
     }
   }
+  if (config.http) {
+    // bound before -u drops privileges, like the protocol port
+    try {
+      http = await serveHttp(httpHandler(svc, { token: config.httpToken, version: VERSION }), config.http);
+    } catch (e) {
+      fail(`cannot listen on --http ${hostPort(config.http)}: ${causeOf(e)}`, 111);
+    }
+  }
   if (config.verbose > 0) {
     const plain = tls && !tlsBeside ? undefined : listening.address;
     const secure = tlsListening?.address ?? (tls ? listening.address : undefined);
@@ -165,6 +177,9 @@ async function main(args: string[]): Promise<void> {
       plain: plain ? hostPort(plain) : "off",
       tls: secure ? hostPort(secure) : "off",
       "client-certs": tls?.ca !== undefined ? "required" : undefined,
+      // only with --http, so the line stays as it was without it
+      http: http ? hostPort(http.address) : undefined,
+      "http-actions": http ? (config.httpToken ? "token" : "off") : undefined,
       runtime: runtimeLabel(),
       binlog: config.binlogDir ?? "off",
       fsync: config.binlogDir === undefined

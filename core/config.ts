@@ -19,6 +19,10 @@ export interface Config {
   binlogSize: number;
   /** -u USER */
   user: string | undefined;
+  /** --http HOST:PORT: the side port (metrics, health, dashboard); undefined = none. */
+  http: { host: string; port: number } | undefined;
+  /** --http-token or TUBEWAY_HTTP_TOKEN: enables the dashboard's write actions. */
+  httpToken: string | undefined;
   /** Messages to print before starting (beanstalkd's warnings). */
   warnings: string[];
   /** --tls-cert/--tls-key/--tls-ca/--tls: serve the protocol over TLS; undefined = plain only. */
@@ -84,7 +88,14 @@ Long options (tubeway's own):
  --tls HOST:PORT  serve TLS on HOST:PORT beside the plain -l/-p port (default: the
                   -l/-p port itself speaks TLS only)
  --log-format F   text (default) or json: one JSON object per log line
+ --http HOST:PORT serve /metrics, /healthz, /readyz and the dashboard over HTTP
+                  on HOST:PORT (nothing listens unless given)
+ --http-token T   allow the dashboard's write actions to requests that send
+                  Authorization: Bearer T (or set TUBEWAY_HTTP_TOKEN)
 `;
+
+/** The environment variable that supplies --http-token (for systemd units: keeps it out of ps). */
+export const HTTP_TOKEN_ENV = "TUBEWAY_HTTP_TOKEN";
 
 const OPTIONS = {
   b: { type: "string", short: "b" },
@@ -105,6 +116,8 @@ const OPTIONS = {
   "tls-ca": { type: "string" },
   tls: { type: "string" },
   "log-format": { type: "string" },
+  http: { type: "string" },
+  "http-token": { type: "string" },
 } as const;
 
 function usageError(message: string): ParsedArgs {
@@ -118,7 +131,8 @@ function size(v: string): number | undefined {
 
 /**
  * Parse beanstalkd's flags (combined like -VFVukr, attached values like -z10, later
- * flags overriding earlier ones) into a Config; never prints or exits.
+ * flags overriding earlier ones) into a Config; never prints or exits. `env` is the
+ * process environment: only TUBEWAY_HTTP_TOKEN is read, and --http-token wins over it.
  *
  * @example
  * ```ts
@@ -128,7 +142,10 @@ function size(v: string): number | undefined {
  * if (parsed.kind === "run") console.log(parsed.config.maxJobSize); // 1024
  * ```
  */
-export function parseConfig(args: readonly string[]): ParsedArgs {
+export function parseConfig(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = {},
+): ParsedArgs {
   let tokens;
   try {
     ({ tokens } = parseArgs({ args: [...args], options: OPTIONS, tokens: true, strict: true, allowPositionals: true }));
@@ -150,6 +167,8 @@ export function parseConfig(args: readonly string[]): ParsedArgs {
     fsyncMs: DEFAULT_FSYNC_MS,
     binlogSize: DEFAULT_BINLOG_SIZE,
     user: undefined,
+    http: undefined,
+    httpToken: env[HTTP_TOKEN_ENV] || undefined,
     warnings: [],
     tls: undefined,
     logFormat: "text",
@@ -176,6 +195,16 @@ export function parseConfig(args: readonly string[]): ParsedArgs {
         break;
       case "b":
         config.binlogDir = v;
+        break;
+      case "http": {
+        const a = parseHostPort(v);
+        if (!a) return flagError(`--http wants HOST:PORT (e.g. 127.0.0.1:9100), not ${v}`);
+        config.http = a;
+        break;
+      }
+      case "http-token":
+        if (v === "") return usageError("--http-token must not be empty");
+        config.httpToken = v;
         break;
       case "u":
         config.user = v;

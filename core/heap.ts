@@ -22,6 +22,11 @@ export class Heap<T> {
     return this.#items.length;
   }
 
+  /** Every item, in heap order (not sorted); for read-only scans such as the dashboard's. */
+  get items(): readonly T[] {
+    return this.#items;
+  }
+
   /** The least item, without removing it. */
   peek(): T | undefined {
     return this.#items[0];

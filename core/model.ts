@@ -72,6 +72,9 @@ export class Job {
   releases = 0;
   buries = 0;
   kicks = 0;
+  /** Monotonic ms when it last became ready, and when it was last reserved (for the metrics port). */
+  readySince = 0;
+  reservedAt = 0;
   /** Slot in the tube's ready or delayed heap. */
   tubeSlot = -1;
   /** Slot in the queue's delayed-promotion or TTR heap. */
@@ -187,8 +190,10 @@ export class Tube {
     return this.using === 0 && this.watching === 0 && this.jobs === 0;
   }
 
-  pushReady(j: Job): void {
+  /** `now`: monotonic ms, kept as the job's readySince (queue latency metrics). */
+  pushReady(j: Job, now: number): void {
     j.state = "ready";
+    j.readySince = now;
     this.ready.push(j);
     if (j.pri < URGENT_PRI) this.urgent++;
   }

@@ -9,6 +9,7 @@ import { Tubes } from "./tubes.ts";
 import { Records } from "./records.ts";
 import { type JobRecord, type JobState, noWal, type Wal } from "./wal.ts";
 import { DEFAULT_BINLOG_SIZE } from "./config.ts";
+import { Histogram, QUEUE_BOUNDS_MS } from "./histogram.ts";
 
 /** DEADLINE_SOON is due this long before a reservation's TTR ends. */
 export const DEADLINE_SOON_MS = 1000;
@@ -33,6 +34,11 @@ const wakeSlot = {
 export class Queue {
   readonly clock: Clock;
   readonly counters = new Counters();
+  /** Queue latencies for the metrics port: ready -> reserved, reserved -> deleted (ms). */
+  readonly latency = {
+    readyToReserve: new Histogram(QUEUE_BOUNDS_MS),
+    reserveToDelete: new Histogram(QUEUE_BOUNDS_MS),
+  };
   readonly maxJobSize: number;
   readonly wal: Wal;
   /** Drain mode (SIGUSR1): puts are refused from then on. */
@@ -81,9 +87,10 @@ export class Queue {
   disconnect(c: Client): void {
     if (c.isWaiting) this.#endWait(c);
     const touched: Tube[] = [];
+    const now = this.clock.now();
     for (let j = c.reserved.head; j; j = c.reserved.head) {
       this.#unlink(j);
-      j.tube.pushReady(j);
+      j.tube.pushReady(j, now);
       if (!touched.includes(j.tube)) touched.push(j.tube);
     }
     c.use.using--;
@@ -141,7 +148,7 @@ export class Queue {
     this.counters.totalJobs++;
     if (delaySec > 0) this.#addDelayed(j);
     else {
-      tube.pushReady(j);
+      tube.pushReady(j, now);
       if (tube.waiting > 0) this.#serve([tube]);
     }
     return j;
@@ -195,7 +202,9 @@ export class Queue {
   delete(c: Client, id: number): "DELETED" | Refusal {
     const j = this.#jobs.get(id);
     if (!j || (j.state === "reserved" && j.owner !== c)) return "NOT_FOUND";
-    if (this.#logging && !this.#logUpdate(j, "deleted", this.clock.now())) return "INTERNAL_ERROR";
+    const now = this.#logging || j.state === "reserved" ? this.clock.now() : 0;
+    if (this.#logging && !this.#logUpdate(j, "deleted", now)) return "INTERNAL_ERROR";
+    if (j.state === "reserved") this.latency.reserveToDelete.observe(now - j.reservedAt);
     this.#unlink(j);
     this.#jobs.delete(id);
     j.tube.cmdDelete++;
@@ -224,7 +233,7 @@ export class Queue {
       j.deadline = now + j.delayMs;
       this.#addDelayed(j);
     } else {
-      j.tube.pushReady(j);
+      j.tube.pushReady(j, now);
       if (j.tube.waiting > 0) this.#serve([j.tube]);
     }
     return "RELEASED";
@@ -281,10 +290,11 @@ export class Queue {
   }
 
   #kickOne(j: Job): boolean {
-    if (this.#logging && !this.#logUpdate(j, "ready", this.clock.now(), (rec) => rec.kicks++)) return false;
+    const now = this.clock.now();
+    if (this.#logging && !this.#logUpdate(j, "ready", now, (rec) => rec.kicks++)) return false;
     this.#unlink(j);
     j.kicks++;
-    j.tube.pushReady(j);
+    j.tube.pushReady(j, now);
     return true;
   }
 
@@ -359,6 +369,11 @@ export class Queue {
     return true;
   }
 
+  /** Every tube, in list-tubes order: read-only, for the metrics port and dashboard. */
+  tubeList(): readonly Tube[] {
+    return this.#tubes.all();
+  }
+
   tubeNames(): string[] {
     return this.#tubes.all().map((t) => t.name);
   }
@@ -378,7 +393,7 @@ export class Queue {
     const touched = new Set<Tube>();
     for (let j = this.#delayed.peek(); j && j.deadline <= now; j = this.#delayed.peek()) {
       this.#unlink(j);
-      j.tube.pushReady(j);
+      j.tube.pushReady(j, now);
       touched.add(j.tube);
     }
     // Released at now >= deadline: 1.12 can miss a job whose timer fires in the same
@@ -387,7 +402,7 @@ export class Queue {
       this.#unlink(j);
       j.timeouts++;
       this.counters.jobTimeouts++;
-      j.tube.pushReady(j);
+      j.tube.pushReady(j, now);
       touched.add(j.tube);
     }
     for (const t of this.#paused) {
@@ -473,6 +488,7 @@ export class Queue {
    */
   restore(records: Iterable<JobRecord>, maxId: number): void {
     const wallNow = this.clock.wallMs();
+    const now = this.clock.now();
     for (const r of records) {
       if (r.state === "deleted" || !r.body) continue;
       const t = this.#tubes.obtain(r.tube);
@@ -490,7 +506,7 @@ export class Queue {
         j.state = "delayed";
         j.deadline = this.#records.mono(r.deadlineAtMs);
         this.#addDelayed(j);
-      } else t.pushReady(j);
+      } else t.pushReady(j, now);
     }
     this.#nextId = Math.max(this.#nextId, maxId + 1);
   }
@@ -543,6 +559,8 @@ export class Queue {
   }
 
   #reserveFor(c: Client, j: Job, now: number): void {
+    if (j.state === "ready") this.latency.readyToReserve.observe(now - j.readySince);
+    j.reservedAt = now;
     j.state = "reserved";
     j.owner = c;
     j.deadline = now + j.ttrMs;

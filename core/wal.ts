@@ -1,6 +1,7 @@
 // The boundary between the queue engine and the write-ahead log (binlog).
 // The engine speaks in JobRecords (plain data, wall-clock times); the log decides
 // files, checksums, rotation and compaction. Without -b the engine uses NO_WAL.
+import type { Histogram } from "./histogram.ts";
 
 /** Job states as the protocol names them; "deleted" exists only in the log. */
 export type JobState = "ready" | "reserved" | "delayed" | "buried";
@@ -96,6 +97,22 @@ export interface Wal {
   };
   /** Write what is pending, fsync, release files and the lock. */
   close(): void;
+  /** Absent for the log that writes nothing. */
+  health?(): WalHealth;
+}
+
+/** The log's health, for the metrics port. */
+export interface WalHealth {
+  /** Bytes appended to log files since start (records, headers, id reservations). */
+  bytesWritten: number;
+  /** Log files on disk now. */
+  files: number;
+  /** Failed writes and failed fsyncs since start. */
+  diskErrors: number;
+  /** False after a failed write or fsync, until a later one succeeds (/readyz). */
+  writable: boolean;
+  /** Duration of each fsync round (ms). */
+  fsync: Histogram;
 }
 
 /** The log when -b is not given: nothing touches the disk. */

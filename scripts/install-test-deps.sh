@@ -5,6 +5,7 @@
 #   ruby + ruby-beaneater          the Ruby client beaneater (tests/system/clients/beaneater.rb)
 #   openssl             makes the certificates of the TLS tests (not in a minimal Debian)
 #   stunnel4            the README's stunnel client-mode setup (tests/system/stunnel_test.ts)
+#   chromium            the browser the dashboard test drives headless (puppeteer-core)
 # The Node clients (node-beanstalk, fivebeans, jackd) are devDependencies in
 # package.json and come with `npm ci`; Node itself is on every machine here.
 #
@@ -12,7 +13,7 @@
 # not touch the network. Run as root (CI does), or with sudo available.
 set -euo pipefail
 
-PACKAGES=(beanstalkd php-cli php-pda-pheanstalk ruby ruby-beaneater openssl stunnel4)
+PACKAGES=(beanstalkd php-cli php-pda-pheanstalk ruby ruby-beaneater openssl stunnel4 chromium)
 # Node runs the Node client scripts; install Debian's only if there is none at all.
 if ! command -v node >/dev/null 2>&1; then
   PACKAGES+=(nodejs)

@@ -12,6 +12,7 @@ import { GroupCommit } from "./sync.ts";
 import { Segments } from "./segments.ts";
 import { IdMark } from "./ids.ts";
 import { Homes, type JobInfo } from "./homes.ts";
+import { FSYNC_BOUNDS_MS, Histogram } from "../histogram.ts";
 
 export interface BinlogOptions {
   dir: string;
@@ -92,6 +93,12 @@ export class Binlog implements Wal {
   #closed = false;
   #recordsWritten = 0;
   #recordsMigrated = 0;
+  /** For the metrics port: bytes written (pending ones included, taken back if lost), failures, fsync times. */
+  #bytesWritten = 0;
+  #pendingBytes = 0;
+  #diskErrors = 0;
+  #writable = true;
+  readonly #fsync = new Histogram(FSYNC_BOUNDS_MS);
   /** Pending records from put()/update(), all pending records, pending moved ones. */
   #pendingOwn = 0;
   #pendingRecords = 0;
@@ -242,6 +249,16 @@ export class Binlog implements Wal {
   }
 
   /** Bytes in log files, bytes of live jobs' full records, file count (for tests and debugging). */
+  health() {
+    return {
+      bytesWritten: this.#bytesWritten,
+      files: this.#segs.count,
+      diskErrors: this.#diskErrors,
+      writable: this.#writable && !this.#closed && !this.#needCheckpoint,
+      fsync: this.#fsync,
+    };
+  }
+
   usage(): { bytes: number; liveBytes: number; files: number; ballast: number } {
     return {
       bytes: this.#segs.bytes,
@@ -285,6 +302,8 @@ export class Binlog implements Wal {
       return false;
     }
     this.#recordsWritten++;
+    this.#bytesWritten += size;
+    this.#pendingBytes += size;
     this.#pendingRecords++;
     if (own) this.#pendingOwn++;
     if (alone) {
@@ -314,6 +333,7 @@ export class Binlog implements Wal {
    * batch is enough, the fsync starts after the batch anyway).
    */
   #flushed(ok: boolean): void {
+    this.#writable = ok;
     if (ok) {
       this.#homes.keepMoves();
       const every = this.#opts.fsyncMs;
@@ -325,12 +345,18 @@ export class Binlog implements Wal {
         }
       }
     } else {
+      this.#diskErrors++;
       if (this.#pendingOwn > 0) this.#lost = true;
+      this.#bytesWritten -= this.#pendingBytes;
       this.#recordsWritten -= this.#pendingRecords;
       this.#recordsMigrated -= this.#pendingMigrated;
       this.#homes.undoMoves();
     }
-    this.#pendingOwn = this.#pendingRecords = this.#pendingMigrated = 0;
+    this.#pendingOwn =
+      this.#pendingRecords =
+      this.#pendingMigrated =
+      this.#pendingBytes =
+        0;
   }
 
   /** ids.N durably covers every id handed out (see the header: early removal). */
@@ -380,8 +406,11 @@ export class Binlog implements Wal {
     this.#relieveQueued = false;
     if (this.#closed || this.#needCheckpoint || this.#segs.pendingDead <= this.#opts.maxFileSize) return;
     try {
+      const startMs = this.#clock.now();
       this.#segs.syncNow(this.#commit.synced);
+      this.#fsync.observe(this.#clock.now() - startMs);
     } catch (e) {
+      this.#diskErrors++;
       this.#opts.log(`binlog: fsync failed: ${errorText(e)}; rewriting live jobs into a new file`);
       this.#needCheckpoint = true;
       this.#commit.kick();
@@ -451,9 +480,13 @@ export class Binlog implements Wal {
       this.#lastSyncMs = this.#clock.now();
       const target = this.#segs.position;
       const ids = this.#ids.sync(); // never throws
+      const startMs = this.#clock.now();
       try {
         await this.#segs.syncAll(this.#commit.synced);
+        this.#fsync.observe(this.#clock.now() - startMs);
       } catch (e) {
+        this.#diskErrors++;
+        this.#writable = false;
         await ids;
         if (this.#closed) return false;
         this.#opts.log(`binlog: fsync failed: ${errorText(e)}; rewriting live jobs into a new file`);

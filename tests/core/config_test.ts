@@ -62,6 +62,30 @@ describe("parseConfig", () => {
     assert.equal(error("-"), "unknown argument: -");
   });
 
+  it("reads --http HOST:PORT and the token from --http-token or TUBEWAY_HTTP_TOKEN (the flag wins)", () => {
+    assert.equal(config().http, undefined);
+    assert.deepEqual(config("--http", "127.0.0.1:9100").http, { host: "127.0.0.1", port: 9100 });
+    assert.deepEqual(config("--http=[::1]:0").http, { host: "::1", port: 0 });
+    assert.equal(config("--http-token", "s3cret").httpToken, "s3cret");
+    const fromEnv = parseConfig(["--http", "127.0.0.1:1"], { TUBEWAY_HTTP_TOKEN: "e" });
+    assert.equal(fromEnv.kind === "run" && fromEnv.config.httpToken, "e");
+    const both = parseConfig(["--http-token", "f"], { TUBEWAY_HTTP_TOKEN: "e" });
+    assert.equal(both.kind === "run" && both.config.httpToken, "f");
+    // the old flags keep beanstalkd's parsing next to the long ones
+    const c = config("-VVp11400", "--http", "localhost:80", "-z10");
+    assert.deepEqual([c.verbose, c.listen, c.maxJobSize], [2, { host: "0.0.0.0", port: 11400 }, 10]);
+  });
+
+  it("refuses a bad --http address or an empty token (exit 5)", () => {
+    assert.equal(error("--http", "9100"), "--http wants HOST:PORT (e.g. 127.0.0.1:9100), not 9100");
+    assert.match(error("--http", "host:99999"), /--http wants HOST:PORT/);
+    assert.match(error("--http", "a:b:1"), /--http wants HOST:PORT/);
+    assert.match(error("--http", ":9100"), /--http wants HOST:PORT/);
+    assert.equal(error("--http"), "flag requires an argument: --http");
+    assert.equal(error("--http-token="), "--http-token must not be empty");
+    assert.equal(error("--nope"), "unknown flag: --nope");
+  });
+
   it("answers -h and -v", () => {
     assert.equal(parseConfig(["-h"]).kind, "help");
     assert.equal(parseConfig(["-v"]).kind, "version");

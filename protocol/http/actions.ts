@@ -1,0 +1,73 @@
+// The dashboard's write actions, carried out as a beanstalkd client would: each one
+// opens an in-process connection, sends protocol commands, and reads the replies.
+// So an action takes exactly the protocol's path (drain mode, the log and its durable
+// acks, counters, waking waiting workers) and answers with the protocol's words; the
+// cost is that it shows in stats like any short-lived client (total-connections, cmd-*).
+import type { Service } from "../service.ts";
+
+/** A write action the dashboard can ask for. */
+export type Action =
+  | { kind: "kick"; tube: string; bound: number }
+  | { kind: "kick-job"; id: number }
+  | { kind: "delete"; id: number }
+  | { kind: "pause"; tube: string; seconds: number }
+  | { kind: "put"; tube: string; pri: number; delaySec: number; ttrSec: number; body: Uint8Array };
+
+/** Protocol replies, one per command sent (the last line of each answer). */
+export type Replies = string[];
+
+const enc = new TextEncoder();
+
+/** The command bytes for an action (validated by the caller: names and numbers are well-formed). */
+export function commandsFor(a: Action): Uint8Array {
+  switch (a.kind) {
+    case "kick":
+      return enc.encode(`use ${a.tube}\r\nkick ${a.bound}\r\n`);
+    case "kick-job":
+      return enc.encode(`kick-job ${a.id}\r\n`);
+    case "delete":
+      return enc.encode(`delete ${a.id}\r\n`);
+    case "pause":
+      return enc.encode(`pause-tube ${a.tube} ${a.seconds}\r\n`);
+    case "put": {
+      const head = enc.encode(`use ${a.tube}\r\nput ${a.pri} ${a.delaySec} ${a.ttrSec} ${a.body.length}\r\n`);
+      const out = new Uint8Array(head.length + a.body.length + 2);
+      out.set(head);
+      out.set(a.body, head.length);
+      out.set([13, 10], head.length + a.body.length);
+      return out;
+    }
+  }
+}
+
+/** Send `bytes` then quit over an in-process connection; resolves to the reply lines. */
+export async function converse(svc: Service, bytes: Uint8Array): Promise<Replies> {
+  const chunks: Uint8Array[] = [];
+  const conn = svc.connect({
+    write(piece) {
+      chunks.push(piece.slice());
+    },
+    close() {},
+  });
+  conn.push(bytes);
+  conn.push(enc.encode("quit\r\n"));
+  await conn.done;
+  const text = new TextDecoder().decode(concat(chunks));
+  return text.split("\r\n").filter((l) => l !== "");
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+/** Run an action; the answer is the reply to its last command (e.g. "KICKED 3", "INSERTED 7"). */
+export async function runAction(svc: Service, a: Action): Promise<string> {
+  const replies = await converse(svc, commandsFor(a));
+  return replies[replies.length - 1] ?? "INTERNAL_ERROR";
+}

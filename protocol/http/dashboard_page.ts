@@ -1,0 +1,116 @@
+// The dashboard's HTML and CSS, embedded as strings so that the single executable
+// carries them (no files to find at run time, no CDN: it works offline). The page
+// holds no data; dashboard_script.ts fills it from /api/overview with textContent only.
+
+export const DASHBOARD_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tubeway</title>
+<link rel="stylesheet" href="/dashboard.css">
+<script src="/dashboard.js" defer></script>
+</head>
+<body>
+<header>
+  <h1>tubeway</h1>
+  <span id="version"></span>
+  <span id="uptime"></span>
+  <span id="drain" class="badge"></span>
+  <span id="mode" class="badge"></span>
+  <form id="token-form">
+    <input id="token" type="password" placeholder="token for actions" autocomplete="off">
+    <button type="submit">use token</button>
+  </form>
+</header>
+<main>
+  <section id="cards" aria-label="server stats"></section>
+  <section>
+    <h2>Jobs over the last minutes</h2>
+    <svg id="chart" viewBox="0 0 600 140" preserveAspectRatio="none" role="img" aria-label="ready, reserved and buried jobs over time"></svg>
+    <div class="legend"><span class="k-ready">ready</span> <span class="k-reserved">reserved</span> <span class="k-buried">buried</span> <span id="chart-max"></span></div>
+  </section>
+  <section>
+    <h2>Tubes <span id="tube-count"></span></h2>
+    <table id="tubes">
+      <thead><tr>
+        <th>tube</th><th>ready</th><th>reserved</th><th>delayed</th><th>buried</th><th>urgent</th>
+        <th>waiting</th><th>put/s</th><th>delete/s</th><th>oldest ready</th><th>paused</th><th>actions</th>
+      </tr></thead>
+      <tbody></tbody>
+    </table>
+  </section>
+  <section id="browser" hidden>
+    <h2>Jobs in <span id="browse-tube"></span></h2>
+    <div class="tabs">
+      <button data-state="ready">ready</button><button data-state="delayed">delayed</button><button data-state="buried">buried</button>
+      <span id="browse-total"></span>
+    </div>
+    <table id="jobs">
+      <thead><tr><th>id</th><th>pri</th><th>age</th><th>delay left</th><th>reserves</th><th>size</th><th class="body">body</th><th>actions</th></tr></thead>
+      <tbody></tbody>
+    </table>
+  </section>
+  <section>
+    <h2>Put a job</h2>
+    <form id="put-form">
+      <label>tube <input name="tube" value="default" required></label>
+      <label>pri <input name="pri" type="number" min="0" value="1024"></label>
+      <label>delay <input name="delay" type="number" min="0" value="0"></label>
+      <label>ttr <input name="ttr" type="number" min="1" value="60"></label>
+      <label class="wide">body <textarea name="body" rows="2"></textarea></label>
+      <button type="submit">put</button>
+    </form>
+  </section>
+  <section>
+    <h2>Commands</h2>
+    <div id="commands"></div>
+  </section>
+  <p id="status" role="status"></p>
+</main>
+</body>
+</html>
+`;
+
+export const DASHBOARD_CSS = `
+:root { --bg: #f6f7f9; --fg: #1d2430; --mute: #6b7280; --line: #d9dde3; --ready: #2f7de1; --reserved: #e0a100;
+  --buried: #c43d3d; --ok: #2e8b57; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.4 system-ui, sans-serif; background: var(--bg); color: var(--fg); }
+header { display: flex; gap: 12px; align-items: center; padding: 10px 16px; background: #1d2430; color: #fff; flex-wrap: wrap; }
+header h1 { font-size: 18px; margin: 0 8px 0 0; }
+header form { margin-left: auto; display: flex; gap: 6px; }
+main { padding: 12px 16px; max-width: 1200px; }
+section { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; margin-bottom: 12px; }
+h2 { font-size: 15px; margin: 0 0 8px; }
+.badge { padding: 2px 8px; border-radius: 10px; background: var(--ok); font-size: 12px; }
+.badge.warn { background: var(--buried); }
+.badge.ro { background: #555; }
+#cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(120px, 1fr)); gap: 8px; }
+.card { border: 1px solid var(--line); border-radius: 4px; padding: 6px 8px; }
+.card b { display: block; font-size: 18px; }
+.card span { color: var(--mute); font-size: 12px; }
+#chart { width: 100%; height: 140px; background: #fbfbfc; border: 1px solid var(--line); }
+#chart polyline { fill: none; stroke-width: 1.5; vector-effect: non-scaling-stroke; }
+.legend span { margin-right: 10px; font-size: 12px; }
+.k-ready { color: var(--ready); } .k-reserved { color: var(--reserved); } .k-buried { color: var(--buried); }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: right; padding: 3px 6px; border-bottom: 1px solid var(--line); white-space: nowrap; }
+th:first-child, td:first-child, th:last-child { text-align: left; }
+th.body, td.body { text-align: left; }
+td.body { white-space: pre-wrap; word-break: break-all; font-family: ui-monospace, monospace;
+  max-width: 420px; font-size: 12px; }
+td.body.hex { color: var(--mute); }
+td.actions { text-align: left; }
+td.actions input { width: 60px; }
+button { font: inherit; padding: 1px 8px; cursor: pointer; }
+button:disabled { cursor: not-allowed; }
+.tabs button.on { font-weight: bold; }
+#put-form { display: flex; flex-wrap: wrap; gap: 8px; align-items: end; }
+#put-form input[type=number] { width: 90px; }
+#put-form .wide { flex: 1 1 300px; }
+#put-form textarea { width: 100%; }
+#commands { font-size: 12px; color: var(--mute); }
+#status { min-height: 1.4em; font-weight: bold; }
+#status.err { color: var(--buried); }
+`;

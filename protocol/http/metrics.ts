@@ -1,0 +1,249 @@
+// GET /metrics: the Prometheus text format (version 0.0.4). The beanstalkd_* names
+// and labels are beanstalkd-pi's, so alerts written for it carry over; tubeway_* are
+// ours (queue latency, the log's health).
+//
+// A scrape walks every tube. With many tubes that is real work on the one thread the
+// protocol port also runs on, so the per-tube part is built in slices of TUBES_PER_SLICE
+// tubes with a macrotask yield between them, and streamed out as it is made: protocol
+// connections are served in the gaps and a scrape never holds the loop for long. The
+// tube list is copied first (the live one is reordered as tubes come and go); a tube
+// dropped mid-scrape still shows. Samples of one scrape may be taken a few ms apart.
+import type { Queue } from "../../core/queue.ts";
+import type { Tube } from "../../core/model.ts";
+import type { Histogram } from "../../core/histogram.ts";
+import { CMD_KEYS } from "../../core/stats.ts";
+
+export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+/** Tubes rendered (for one family) between two yields to the event loop. */
+export const TUBES_PER_SLICE = 1000;
+
+/** What a scrape reads. */
+export interface MetricsSource {
+  queue: Queue;
+  /** Monotonic ms at start (for uptime). */
+  startedAtMs: number;
+  version: string;
+}
+
+type Kind = "gauge" | "counter" | "histogram";
+
+/** One metric family: its header and sample lines, rendered contiguously as the format requires. */
+class Family {
+  readonly lines: string[] = [];
+  constructor(readonly name: string, readonly kind: Kind, readonly help: string) {}
+  add(labels: string, value: number): void {
+    this.lines.push(`${this.name}${labels} ${num(value)}`);
+  }
+  text(): string {
+    const head = `# HELP ${this.name} ${this.help}\n# TYPE ${this.name} ${this.kind}\n`;
+    return this.lines.length === 0 ? head : head + this.lines.join("\n") + "\n";
+  }
+}
+
+function num(v: number): string {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === Infinity) return "+Inf";
+  if (v === -Infinity) return "-Inf";
+  return String(v);
+}
+
+/** A label value escaped as the format says (backslash, quote, newline). */
+export function labelValue(v: string): string {
+  return /[\\"\n]/.test(v) ? v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n") : v;
+}
+
+/** Seconds since the oldest ready job of t became ready; 0 when none is ready. */
+export function oldestReadyMs(t: Tube, nowMs: number): number {
+  let oldest = Infinity;
+  for (const j of t.ready.items) if (j.readySince < oldest) oldest = j.readySince;
+  return oldest === Infinity ? 0 : Math.max(0, nowMs - oldest);
+}
+
+function histogram(f: Family, h: Histogram, labels = ""): void {
+  const sep = labels ? "," : "";
+  let cumulative = 0;
+  for (let i = 0; i < h.boundsMs.length; i++) {
+    cumulative += h.counts[i]!;
+    f.lines.push(`${f.name}_bucket{${labels}${sep}le="${h.boundsMs[i]! / 1000}"} ${cumulative}`);
+  }
+  f.lines.push(`${f.name}_bucket{${labels}${sep}le="+Inf"} ${h.count}`);
+  f.lines.push(`${f.name}_sum${labels ? `{${labels}}` : ""} ${h.sumMs / 1000}`);
+  f.lines.push(`${f.name}_count${labels ? `{${labels}}` : ""} ${h.count}`);
+}
+
+const yieldToLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+/** A per-tube family: its samples for one tube (`l` is the tube's label pair). */
+interface TubeFamily {
+  name: string;
+  kind: Kind;
+  help: string;
+  lines(t: Tube, l: string, nowMs: number): string;
+}
+
+const TUBE_FAMILIES: readonly TubeFamily[] = [
+  {
+    name: "beanstalkd_tube_jobs",
+    kind: "gauge",
+    help: "Jobs in a tube by state.",
+    lines: (t, l) =>
+      `beanstalkd_tube_jobs{${l},state="urgent"} ${t.urgent}\n` +
+      `beanstalkd_tube_jobs{${l},state="ready"} ${t.ready.size}\n` +
+      `beanstalkd_tube_jobs{${l},state="reserved"} ${t.reserved}\n` +
+      `beanstalkd_tube_jobs{${l},state="delayed"} ${t.delayed.size}\n` +
+      `beanstalkd_tube_jobs{${l},state="buried"} ${t.buried.size}\n`,
+  },
+  {
+    name: "beanstalkd_tube_connections",
+    kind: "gauge",
+    help: "Connections using, watching or waiting on a tube.",
+    lines: (t, l) =>
+      `beanstalkd_tube_connections{${l},role="using"} ${t.using}\n` +
+      `beanstalkd_tube_connections{${l},role="watching"} ${t.watching}\n` +
+      `beanstalkd_tube_connections{${l},role="waiting"} ${t.waiting}\n`,
+  },
+  {
+    name: "beanstalkd_tube_paused",
+    kind: "gauge",
+    help: "1 while a tube is paused.",
+    lines: (t, l, now) => `beanstalkd_tube_paused{${l}} ${t.unpauseAt > now ? 1 : 0}\n`,
+  },
+  {
+    name: "beanstalkd_tube_jobs_total",
+    kind: "counter",
+    help: "Jobs put into a tube since it was created.",
+    lines: (t, l) => `beanstalkd_tube_jobs_total{${l}} ${t.totalJobs}\n`,
+  },
+  {
+    name: "beanstalkd_tube_deletes_total",
+    kind: "counter",
+    help: "delete commands on a tube's jobs.",
+    lines: (t, l) => `beanstalkd_tube_deletes_total{${l}} ${t.cmdDelete}\n`,
+  },
+  {
+    name: "tubeway_tube_pause_remaining_seconds",
+    kind: "gauge",
+    help: "Seconds until a paused tube resumes.",
+    lines: (t, l, now) =>
+      `tubeway_tube_pause_remaining_seconds{${l}} ${t.unpauseAt > now ? Math.ceil((t.unpauseAt - now) / 1000) : 0}\n`,
+  },
+  {
+    name: "tubeway_tube_oldest_ready_seconds",
+    kind: "gauge",
+    help: "Age of the oldest ready job in a tube (time since it became ready): queue latency.",
+    lines: (t, l, now) => `tubeway_tube_oldest_ready_seconds{${l}} ${oldestReadyMs(t, now) / 1000}\n`,
+  },
+];
+
+/**
+ * The exposition text in chunks: the server-wide families, then each per-tube family
+ * in slices of TUBES_PER_SLICE tubes, awaiting `pause` between slices so the protocol
+ * port is served in the gaps; then the histograms and the log's health. Streamed to the
+ * scraper as it is made, so no one piece of work (not even joining megabytes) is large.
+ */
+export async function* metricChunks(
+  src: MetricsSource,
+  pause: () => Promise<void> = yieldToLoop,
+): AsyncGenerator<string> {
+  const q = src.queue;
+  const fams: Family[] = [];
+  const fam = (name: string, kind: Kind, help: string) => {
+    const f = new Family(name, kind, help);
+    fams.push(f);
+    return f;
+  };
+  const now = q.clock.now();
+  const g = q.gauges();
+  const c = q.counters;
+
+  fam("beanstalkd_up", "gauge", "1 while the server answers.").add("", 1);
+  fam("beanstalkd_uptime_seconds", "gauge", "Seconds since the server started.")
+    .add("", Math.floor((now - src.startedAtMs) / 1000));
+  fam("beanstalkd_draining", "gauge", "1 in drain mode (puts are refused).").add("", q.draining ? 1 : 0);
+  const jobs = fam("beanstalkd_jobs", "gauge", "Jobs by state (urgent: ready with pri < 1024).");
+  for (const s of ["urgent", "ready", "reserved", "delayed", "buried"] as const) jobs.add(`{state="${s}"}`, g[s]);
+  fam("beanstalkd_jobs_total", "counter", "Jobs created by put since start.").add("", c.totalJobs);
+  fam("beanstalkd_job_timeouts_total", "counter", "Reservations that ran out of TTR.").add("", c.jobTimeouts);
+  const conns = fam("beanstalkd_connections", "gauge", "Open connections by role.");
+  conns.add(`{role="current"}`, g.connections);
+  conns.add(`{role="producers"}`, g.producers);
+  conns.add(`{role="workers"}`, g.workers);
+  conns.add(`{role="waiting"}`, g.waiting);
+  fam("beanstalkd_connections_total", "counter", "Connections accepted since start.").add("", c.totalConnections);
+  fam("beanstalkd_tubes_current", "gauge", "Tubes that exist now.").add("", g.tubes);
+  const cmds = fam("beanstalkd_commands_total", "counter", "Commands received, by command.");
+  CMD_KEYS.forEach((k, i) => cmds.add(`{command="${k}"}`, c.cmd[i]!));
+  yield fams.map((f) => f.text()).join("");
+  fams.length = 0;
+
+  const tubes = [...q.tubeList()];
+  const labels = tubes.map((t) => `tube="${labelValue(t.name)}"`);
+  for (const f of TUBE_FAMILIES) {
+    let chunk = `# HELP ${f.name} ${f.help}\n# TYPE ${f.name} ${f.kind}\n`;
+    for (let from = 0; from < tubes.length; from += TUBES_PER_SLICE) {
+      if (from > 0) {
+        yield chunk;
+        chunk = "";
+        await pause();
+      }
+      const sliceNow = q.clock.now();
+      const to = Math.min(tubes.length, from + TUBES_PER_SLICE);
+      for (let i = from; i < to; i++) chunk += f.lines(tubes[i]!, labels[i]!, sliceNow);
+    }
+    yield chunk;
+  }
+
+  histogram(
+    fam("tubeway_ready_to_reserve_seconds", "histogram", "Time a job waited ready before a reserve took it."),
+    q.latency.readyToReserve,
+  );
+  histogram(
+    fam("tubeway_reserve_to_delete_seconds", "histogram", "Time from reserve to delete (jobs deleted while reserved)."),
+    q.latency.reserveToDelete,
+  );
+
+  const health = q.wal.health?.();
+  fam("tubeway_binlog_enabled", "gauge", "1 when jobs are logged (-b).").add("", health ? 1 : 0);
+  if (health) {
+    const ws = q.wal.stats();
+    fam("tubeway_binlog_written_bytes_total", "counter", "Bytes appended to the log.").add("", health.bytesWritten);
+    fam("tubeway_binlog_records_written_total", "counter", "Records written to the log.").add("", ws.recordsWritten);
+    fam("tubeway_binlog_records_migrated_total", "counter", "Records moved by compaction.").add("", ws.recordsMigrated);
+    fam("tubeway_binlog_files", "gauge", "Log files on disk.").add("", health.files);
+    fam("tubeway_binlog_writable", "gauge", "1 while the last write and fsync succeeded.").add(
+      "",
+      health.writable ? 1 : 0,
+    );
+    fam("tubeway_binlog_disk_errors_total", "counter", "Failed log writes and fsyncs.").add("", health.diskErrors);
+    histogram(fam("tubeway_binlog_fsync_seconds", "histogram", "Duration of each fsync round."), health.fsync);
+  }
+  fam("tubeway_build_info", "gauge", "Always 1; the version is a label.").add(
+    `{version="${labelValue(src.version)}"}`,
+    1,
+  );
+  yield fams.map((f) => f.text()).join("");
+}
+
+/** The whole exposition as one string (tests, small servers). */
+export async function renderMetrics(src: MetricsSource, pause: () => Promise<void> = yieldToLoop): Promise<string> {
+  let out = "";
+  for await (const chunk of metricChunks(src, pause)) out += chunk;
+  return out;
+}
+
+/** The exposition as a byte stream, made chunk by chunk as the reader pulls. */
+export function metricsStream(src: MetricsSource): ReadableStream<Uint8Array> {
+  const chunks = metricChunks(src);
+  const enc = new TextEncoder();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await chunks.next();
+      if (next.done) controller.close();
+      else controller.enqueue(enc.encode(next.value));
+    },
+    async cancel() {
+      await chunks.return(undefined);
+    },
+  }, { highWaterMark: 0 });
+}

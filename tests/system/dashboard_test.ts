@@ -1,0 +1,167 @@
+// The dashboard in a real browser: Debian's chromium, driven headless by puppeteer-core
+// (pinned in package.json). Loads the page from the server of this file's runtime (and
+// the compiled binary under Deno), checks the tubes and counts it shows, that a job
+// body is shown as text (never markup), then kicks a buried job, pauses a tube, puts
+// a job and deletes it from the page, and verifies each over the protocol. Screenshots go to tests/artifacts/.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import { dial, type Wire } from "../harness/wire.ts";
+import { HTTP_KINDS, type HttpKind, type HttpRunning, startWithHttp } from "../harness/http.ts";
+import { ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
+
+const CHROMIUM = process.env.TUBEWAY_CHROMIUM ?? "/usr/bin/chromium";
+const ARTIFACTS = join(ROOT, "tests", "artifacts");
+const TOKEN = "dash-token";
+const WAIT_MS = 60_000;
+const EVIL = "<img src=x onerror=alert(1)>";
+
+const kinds: HttpKind[] = RUNTIME === "bun" ? [HTTP_KINDS.bun] : [HTTP_KINDS.deno, HTTP_KINDS.binary];
+
+for (const kind of kinds) {
+  const missing = !existsSync(CHROMIUM)
+    ? "chromium is not installed (apt-get install -y chromium)"
+    : kind.unavailable();
+  describe(`dashboard in chromium, served by ${kind.name}`, { skip: skipUnless(!missing, missing ?? "") }, () => {
+    let srv: HttpRunning;
+    let browser: Browser;
+    let page: Page;
+    let w: Wire;
+    const dialogs: string[] = [];
+    let buriedId = 0;
+
+    before(async () => {
+      srv = await startWithHttp(kind, ["--http-token", TOKEN]);
+      w = await dial(srv.addr);
+      assert.equal(await w.cmd("use emails"), "USING emails\r\n");
+      assert.equal(await w.put(EVIL, 10), "INSERTED 1\r\n");
+      assert.equal(await w.put("welcome mail", 20), "INSERTED 2\r\n");
+      assert.equal(await w.put("reset mail", 30), "INSERTED 3\r\n");
+      assert.equal(await w.cmd("watch emails"), "WATCHING 2\r\n");
+      assert.equal(await w.cmd("reserve"), `RESERVED 1 ${EVIL.length}\r\n${EVIL}\r\n`);
+      assert.equal(await w.cmd("bury 1 10"), "BURIED\r\n");
+      buriedId = 1;
+      assert.equal(await w.cmd("use reports"), "USING reports\r\n");
+      assert.equal(await w.put("monthly", 5), "INSERTED 4\r\n");
+      assert.equal(await w.put("later", 5, 600), "INSERTED 5\r\n");
+      browser = await puppeteer.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+      });
+      page = await browser.newPage();
+      await page.setViewport({ width: 1280, height: 1000 });
+      page.on("dialog", (d) => {
+        dialogs.push(d.message());
+        void d.dismiss();
+      });
+      await page.goto(`${srv.http}/`, { waitUntil: "load", timeout: WAIT_MS });
+      await page.waitForSelector('#tubes tr[data-tube="emails"]', { timeout: WAIT_MS });
+    });
+
+    after(async () => {
+      await browser?.close();
+      w?.close();
+      await srv?.stop();
+    });
+
+    const cell = (tube: string, col: string) =>
+      page.$eval(`#tubes tr[data-tube="${tube}"] td[data-col="${col}"]`, (e) => e.textContent);
+
+    it("shows every tube with its live counts, and the server's stats", async () => {
+      const names = await page.$$eval("#tubes tbody tr", (rows) => rows.map((r) => r.getAttribute("data-tube")));
+      assert.deepEqual(names, ["default", "emails", "reports"]);
+      assert.deepEqual(
+        [await cell("emails", "ready"), await cell("emails", "buried"), await cell("emails", "urgent")],
+        ["2", "1", "2"],
+      );
+      assert.deepEqual([await cell("reports", "ready"), await cell("reports", "delayed")], ["1", "1"]);
+      const total = await page.$eval('#cards [data-stat="total jobs"] b', (e) => e.textContent);
+      assert.equal(total, "5");
+      assert.equal(await page.$eval("#drain", (e) => e.textContent), "accepting puts");
+      // without the token in the page, actions are offered but disabled
+      assert.equal(
+        await page.$eval('#tubes tr[data-tube="emails"] button[data-action="kick"]', (b) => b.hasAttribute("disabled")),
+        true,
+      );
+    });
+
+    it("shows a job body as text: markup in it is neither parsed nor run", async () => {
+      await page.click('#tubes tr[data-tube="emails"] button[data-action="browse"]');
+      await page.waitForSelector(`#jobs tr[data-job="${buriedId}"]`, { timeout: WAIT_MS });
+      const shown = await page.$eval(`#jobs tr[data-job="${buriedId}"] td.body`, (e) => e.textContent);
+      assert.equal(shown, EVIL);
+      assert.equal(await page.$$eval("#jobs img", (imgs) => imgs.length), 0);
+      assert.deepEqual(dialogs, []);
+    });
+
+    it("kicks the buried job and pauses a tube from the page; the protocol sees both", async () => {
+      await page.type("#token", TOKEN);
+      await page.click('#token-form button[type="submit"]');
+      await page.waitForFunction('document.querySelector("#mode")?.textContent === "actions enabled"', {
+        timeout: WAIT_MS,
+      });
+      await page.waitForSelector(`#jobs tr[data-job="${buriedId}"] button[data-action="kick-job"]:not([disabled])`, {
+        timeout: WAIT_MS,
+      });
+      await page.click(`#jobs tr[data-job="${buriedId}"] button[data-action="kick-job"]`);
+      await page.waitForFunction('/KICKED/.test(document.querySelector("#status")?.textContent ?? "")', {
+        timeout: WAIT_MS,
+      });
+      assert.match(await w.cmd(`stats-job ${buriedId}`), /\nstate: ready\n/);
+
+      const pauseInput = '#tubes tr[data-tube="reports"] input[aria-label="pause seconds"]';
+      await page.$eval(pauseInput, (e) => ((e as unknown as { value: string }).value = ""));
+      await page.type(pauseInput, "120");
+      await page.click('#tubes tr[data-tube="reports"] button[data-action="pause"]');
+      await page.waitForFunction('/PAUSED/.test(document.querySelector("#status")?.textContent ?? "")', {
+        timeout: WAIT_MS,
+      });
+      assert.match(await w.cmd("stats-tube reports"), /\npause: 120\n/);
+      await page.waitForFunction(
+        `document.querySelector('#tubes tr[data-tube="emails"] td[data-col="buried"]')?.textContent === "0"`,
+        { timeout: WAIT_MS },
+      );
+      assert.notEqual(await cell("reports", "paused"), "no");
+      // the protocol connection and others are still served
+      assert.equal(await w.cmd("use emails"), "USING emails\r\n");
+      assert.match(await w.cmd("peek-ready"), /^FOUND 1 /);
+    });
+
+    it("puts a job from the form and deletes it from the job list", async () => {
+      await page.$eval('#put-form input[name="tube"]', (e) => ((e as unknown as { value: string }).value = ""));
+      await page.type('#put-form input[name="tube"]', "forms");
+      await page.type('#put-form textarea[name="body"]', "from the page");
+      await page.click('#put-form button[type="submit"]');
+      await page.waitForFunction('/INSERTED \\d+/.test(document.querySelector("#status")?.textContent ?? "")', {
+        timeout: WAIT_MS,
+      });
+      const id = /INSERTED (\d+)/.exec(await page.$eval("#status", (e) => e.textContent ?? ""))![1]!;
+      assert.equal(await w.cmd(`peek ${id}`), `FOUND ${id} 13\r\nfrom the page\r\n`);
+      assert.match(await w.cmd(`stats-job ${id}`), /\ntube: "forms"\n/);
+
+      await page.waitForSelector('#tubes tr[data-tube="forms"] button[data-action="browse"]', { timeout: WAIT_MS });
+      await page.click('#tubes tr[data-tube="forms"] button[data-action="browse"]');
+      await page.waitForSelector(`#jobs tr[data-job="${id}"] button[data-action="delete"]:not([disabled])`, {
+        timeout: WAIT_MS,
+      });
+      await page.click(`#jobs tr[data-job="${id}"] button[data-action="delete"]`);
+      await page.waitForFunction('/DELETED/.test(document.querySelector("#status")?.textContent ?? "")', {
+        timeout: WAIT_MS,
+      });
+      assert.equal(await w.cmd(`peek ${id}`), "NOT_FOUND\r\n");
+    });
+
+    it("draws the chart and saves a screenshot as a test artifact", async () => {
+      await page.waitForFunction('Number(document.body.dataset.loaded ?? "0") >= 3', { timeout: WAIT_MS });
+      const series = await page.$$eval("#chart polyline", (ls) => ls.map((l) => l.getAttribute("data-series")));
+      assert.deepEqual(series, ["ready", "reserved", "buried"]);
+      mkdirSync(ARTIFACTS, { recursive: true });
+      const file = join(ARTIFACTS, `dashboard-${kind.name.replace(/\W+/g, "-")}.png`);
+      await page.screenshot({ path: file as `${string}.png`, fullPage: true });
+      assert.ok(existsSync(file));
+    });
+  });
+}
