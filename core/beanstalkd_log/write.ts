@@ -1,0 +1,72 @@
+// Writing jobs as one beanstalkd version-7 binlog file: the way back from tubeway.
+// beanstalkd 1.5 … 1.13 reads it on start with -b DIR (file.c readrec). Every job
+// gets one full record in its current state, in the order given: beanstalkd
+// restores jobs in the order it first sees them, so buried jobs must come in the
+// order of their tube's buried list (what `kick` takes first comes first).
+// Pure: records in, bytes out.
+import type { JobRecord } from "../wal.ts";
+
+/** sizeof(Jobrec) on LP64 (x86-64, arm64); the file header is a 4-byte int. */
+const JOBREC_BYTES = 80;
+const VERSION = 7;
+const NS_PER_MS = 1_000_000n;
+
+const STATE_BYTE = { deleted: 0, ready: 1, reserved: 2, buried: 3, delayed: 4 } as const;
+
+/** Bytes the file takes for `jobs`. */
+function sizeOf(jobs: JobRecord[], names: Uint8Array[]): number {
+  let n = 4;
+  jobs.forEach((j, i) => (n += 4 + names[i]!.length + JOBREC_BYTES + j.body!.length));
+  return n;
+}
+
+const ns = (ms: number) => BigInt(Math.round(ms)) * NS_PER_MS;
+
+/**
+ * The file bytes. Jobs need their body (with its trailing CRLF); a reserved job is
+ * written ready (beanstalkd would make it ready on replay anyway), a deleted one is
+ * left out.
+ */
+export function encodeV7(jobs: JobRecord[]): Uint8Array {
+  const live = jobs.filter((j) => j.state !== "deleted");
+  for (const j of live) if (!j.body) throw new Error(`job ${j.id} has no body`);
+  const enc = new TextEncoder();
+  const names = live.map((j) => enc.encode(j.tube));
+  const out = new Uint8Array(sizeOf(live, names));
+  const v = new DataView(out.buffer);
+  v.setInt32(0, VERSION, true);
+  let off = 4;
+  live.forEach((j, i) => {
+    const name = names[i]!;
+    v.setInt32(off, name.length, true);
+    out.set(name, off + 4);
+    const at = off + 4 + name.length;
+    v.setBigUint64(at, BigInt(j.id), true);
+    v.setUint32(at + 8, j.pri, true);
+    v.setBigInt64(at + 16, ns(j.delayMs), true);
+    v.setBigInt64(at + 24, ns(j.ttrMs), true);
+    v.setInt32(at + 32, j.body!.length, true);
+    v.setBigInt64(at + 40, ns(j.createdAtMs), true);
+    v.setBigInt64(at + 48, j.state === "delayed" ? ns(j.deadlineAtMs) : 0n, true);
+    v.setUint32(at + 56, j.reserves, true);
+    v.setUint32(at + 60, j.timeouts, true);
+    v.setUint32(at + 64, j.releases, true);
+    v.setUint32(at + 68, j.buries, true);
+    v.setUint32(at + 72, j.kicks, true);
+    out[at + 76] = j.state === "reserved" ? STATE_BYTE.ready : STATE_BYTE[j.state];
+    out.set(j.body!, at + JOBREC_BYTES);
+    off = at + JOBREC_BYTES + j.body!.length;
+  });
+  return out;
+}
+
+/**
+ * The smallest -z with which beanstalkd 1.12 reads every job back: its replay
+ * compares the stored size (body + CRLF) with -z, so a body of exactly -z bytes is
+ * refused there, and with it the rest of the file.
+ */
+export function minMaxJobSize(jobs: JobRecord[]): number {
+  let n = 0;
+  for (const j of jobs) if (j.body) n = Math.max(n, j.body.length);
+  return n;
+}
