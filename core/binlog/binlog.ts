@@ -13,6 +13,7 @@ import { Segments } from "./segments.ts";
 import { IdMark } from "./ids.ts";
 import { Homes, type JobInfo } from "./homes.ts";
 import { FSYNC_BOUNDS_MS, Histogram } from "../histogram.ts";
+import { migrateLegacyNames } from "./legacy_names.ts";
 
 export interface BinlogOptions {
   dir: string;
@@ -56,8 +57,10 @@ export function openBinlog(
   } catch (e) {
     throw new WalOpenError(e instanceof Error ? e.message : String(e));
   }
+  for (const note of lock.notes ?? []) opts.log(note);
   let r;
   try {
+    migrateLegacyNames(opts.dir, files, opts.log);
     r = replay(opts.dir, files, opts.log);
   } catch (e) {
     lock.release();
