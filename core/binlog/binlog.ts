@@ -222,6 +222,27 @@ export class Binlog implements Wal {
     return this.#homes.jobs.get(id)?.file.seq ?? 0;
   }
 
+  /**
+   * Ids up to `maxId` count as handed out (jobs imported from beanstalkd, whose
+   * highest id may belong to a deleted job): the high-water is raised above it, so
+   * no restart hands those ids out again.
+   */
+  raiseIds(maxId: number): boolean {
+    this.#maxPutId = Math.max(this.#maxPutId, maxId);
+    if (maxId + ID_BLOCK / 2 <= this.#idHigh) return true;
+    this.#idHigh = maxId + ID_BLOCK;
+    return this.#ids.record(this.#idHigh);
+  }
+
+  /**
+   * Write everything accepted so far and fsync it, whatever -f says: for records
+   * that something else depends on (the import's jobs, before its marker file).
+   */
+  syncAll(): Promise<boolean> {
+    if (this.#closed || !this.flush()) return Promise.resolve(false);
+    return this.#commit.wait();
+  }
+
   synced(): Promise<void> {
     if (!this.durableAcks || this.#closed) return Promise.resolve();
     return this.#commit.wait().then((ok) => {
