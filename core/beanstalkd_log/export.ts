@@ -93,19 +93,21 @@ export function exportBinlog(
     migrateLegacyNames(dir, files, say);
     const own = replay(dir, readOnly(files), say);
     let jobs = jobsInOrder(own.jobs);
+    let maxId = own.maxId;
     const lines: string[] = [];
     const names = beanstalkdFileNames(dir, files);
     if (names.length > 0 && !importDone(dir, files)) {
       const r = readBeanstalkdDir(dir, files, names);
       for (const p of r.problems) say(problemLine(dir, p));
       jobs = buriedLast([...jobs, ...r.jobs.filter((j) => !own.jobs.has(j.id))]);
+      maxId = Math.max(maxId, r.maxId);
       lines.push(`included ${r.jobs.length} jobs from beanstalkd's files in ${dir} (not imported yet)`);
     }
     jobs = jobs.map((j) => j.state === "delayed" && j.deadlineAtMs <= nowWallMs ? { ...j, state: "ready" } : j);
     const path = joinPath(out, "binlog.1");
     const h = files.open(path, "new");
     try {
-      h.append(encodeV7(jobs));
+      h.append(encodeV7(jobs, maxId));
       h.syncNow();
     } finally {
       h.close();

@@ -13,9 +13,27 @@ const NS_PER_MS = 1_000_000n;
 
 const STATE_BYTE = { deleted: 0, ready: 1, reserved: 2, buried: 3, delayed: 4 } as const;
 
+/** The job put and deleted at the end of the file to carry the id floor. */
+const TOMBSTONE: JobRecord = {
+  id: 0,
+  tube: "default",
+  pri: 0,
+  delayMs: 0,
+  ttrMs: 1000,
+  createdAtMs: 0,
+  deadlineAtMs: 0,
+  state: "ready",
+  reserves: 0,
+  timeouts: 0,
+  releases: 0,
+  buries: 0,
+  kicks: 0,
+  body: Uint8Array.of(13, 10),
+};
+
 /** Bytes the file takes for `jobs`. */
-function sizeOf(jobs: JobRecord[], names: Uint8Array[]): number {
-  let n = 4;
+function sizeOf(jobs: JobRecord[], names: Uint8Array[], shortRecords: number): number {
+  let n = 4 + shortRecords * (4 + JOBREC_BYTES);
   jobs.forEach((j, i) => (n += 4 + names[i]!.length + JOBREC_BYTES + j.body!.length));
   return n;
 }
@@ -25,14 +43,22 @@ const ns = (ms: number) => BigInt(Math.round(ms)) * NS_PER_MS;
 /**
  * The file bytes. Jobs need their body (with its trailing CRLF); a reserved job is
  * written ready (beanstalkd would make it ready on replay anyway), a deleted one is
- * left out.
+ * left out. `idFloor`: beanstalkd's next id is one above the highest id of a job
+ * it created on replay, so when ids up to idFloor were handed out (jobs since
+ * deleted) the file ends with a job of that id, put and deleted: a full record
+ * then a short one with state 0. Replay creates the job (which moves its next id
+ * above it) and frees it (file.c readrec); a full record with state 0 alone would
+ * not be created at all.
  */
-export function encodeV7(jobs: JobRecord[]): Uint8Array {
+export function encodeV7(jobs: JobRecord[], idFloor = 0): Uint8Array {
   const live = jobs.filter((j) => j.state !== "deleted");
+  const top = live.reduce((n, j) => Math.max(n, j.id), 0);
+  const tombstone = idFloor > top;
+  if (tombstone) live.push({ ...TOMBSTONE, id: idFloor });
   for (const j of live) if (!j.body) throw new Error(`job ${j.id} has no body`);
   const enc = new TextEncoder();
   const names = live.map((j) => enc.encode(j.tube));
-  const out = new Uint8Array(sizeOf(live, names));
+  const out = new Uint8Array(sizeOf(live, names, tombstone ? 1 : 0));
   const v = new DataView(out.buffer);
   v.setInt32(0, VERSION, true);
   let off = 4;
@@ -53,10 +79,16 @@ export function encodeV7(jobs: JobRecord[]): Uint8Array {
     v.setUint32(at + 64, j.releases, true);
     v.setUint32(at + 68, j.buries, true);
     v.setUint32(at + 72, j.kicks, true);
-    out[at + 76] = j.state === "reserved" ? STATE_BYTE.ready : STATE_BYTE[j.state];
+    out[at + 76] = STATE_BYTE[j.state === "reserved" ? "ready" : j.state];
     out.set(j.body!, at + JOBREC_BYTES);
     off = at + JOBREC_BYTES + j.body!.length;
   });
+  if (tombstone) {
+    // the short record: name length 0, then the tombstone's Jobrec with state 0
+    const rec = off - 2 - JOBREC_BYTES;
+    out.copyWithin(off + 4, rec, rec + JOBREC_BYTES);
+    out[off + 4 + 76] = STATE_BYTE.deleted;
+  }
   return out;
 }
 
