@@ -5,28 +5,9 @@ import assert from "node:assert/strict";
 import { binlogSeq, readBeanstalkdLog, summary } from "../../../core/beanstalkd_log/read.ts";
 import { encodeV7, minMaxJobSize } from "../../../core/beanstalkd_log/write.ts";
 import type { JobRecord } from "../../../core/wal.ts";
+import { job } from "./_job.ts";
 
 const enc = new TextEncoder();
-
-function job(id: number, over: Partial<JobRecord> = {}): JobRecord {
-  return {
-    id,
-    tube: "default",
-    pri: 100,
-    delayMs: 0,
-    ttrMs: 60_000,
-    createdAtMs: 1_700_000_000_000 + id,
-    deadlineAtMs: 0,
-    state: "ready",
-    reserves: 0,
-    timeouts: 0,
-    releases: 0,
-    buries: 0,
-    kicks: 0,
-    body: enc.encode(`body ${id}\r\n`),
-    ...over,
-  };
-}
 
 /** The records of encodeV7 (without its 4-byte header). */
 function fullRecords(...jobs: JobRecord[]): Uint8Array {

@@ -8,6 +8,7 @@ import { ManualClock } from "../../../core/clock.ts";
 import { MemoryFiles } from "../../../core/files_memory.ts";
 import { Queue } from "../../../core/queue.ts";
 import type { JobRecord } from "../../../core/wal.ts";
+import { job as baseJob } from "./_job.ts";
 import { encodeV7 } from "../../../core/beanstalkd_log/write.ts";
 import { readBeanstalkdLog } from "../../../core/beanstalkd_log/read.ts";
 import { IMPORT_MARKER, importBeanstalkd } from "../../../core/beanstalkd_log/takeover.ts";
@@ -18,31 +19,17 @@ const OUT = "/data/out";
 const WALL0 = 1_700_000_000_000;
 const enc = new TextEncoder();
 
+/** The tests' job: tube t, pri 10, 30 s TTR, created 5 s before WALL0, reserved once. */
 function job(id: number, over: Partial<JobRecord> = {}): JobRecord {
-  return {
-    id,
-    tube: "t",
-    pri: 10,
-    delayMs: 0,
-    ttrMs: 30_000,
-    createdAtMs: WALL0 - 5000,
-    deadlineAtMs: 0,
-    state: "ready",
-    reserves: 1,
-    timeouts: 0,
-    releases: 0,
-    buries: 0,
-    kicks: 0,
-    body: enc.encode(`job ${id}\r\n`),
-    ...over,
-  };
+  const body = enc.encode(`job ${id}\r\n`);
+  return baseJob(id, { tube: "t", pri: 10, ttrMs: 30_000, createdAtMs: WALL0 - 5000, reserves: 1, body, ...over });
 }
 
 /** A tubeway start on DIR: open the log, restore it, import; the pieces to look at. */
 async function start(files: MemoryFiles) {
   const clock = new ManualClock(1000, WALL0);
   const logs: string[] = [];
-  let queue: Queue | undefined;
+  let queue: Queue | undefined = undefined; // assigned once the log is open (the lookup below reads it later)
   const { wal, recovered } = openBinlog(
     { dir: DIR, fsyncMs: 0, durableAcks: false, maxFileSize: 1 << 20, maxJobSize: 65535, log: (m) => logs.push(m) },
     files,
