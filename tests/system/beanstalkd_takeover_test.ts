@@ -10,7 +10,7 @@ import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
@@ -322,3 +322,77 @@ for (const kind of KINDS) {
     );
   });
 }
+
+describe(`beanstalkd's files, damaged or old: ${HERE.target.name}`, { skip }, () => {
+  it("a damaged record is reported as <path>:<offset>: <reason> and the records after it still come over", {
+    timeout: 120_000,
+  }, async () => {
+    const dir = freshDir();
+    const bs = await beanstalkd.start(["-b", dir]);
+    const w = await dial(bs.addr);
+    assert.equal(await w.cmd("use t"), "USING t\r\n");
+    for (const body of ["one", "two", "three"]) assert.match(await w.put(body), /^INSERTED \d\r\n$/);
+    await killed(bs);
+    w.close();
+    // job 2's record starts after the header (4) and job 1's record (4 + "t" + 80 + "one\r\n")
+    const second = 4 + 4 + 1 + 80 + 5;
+    const path = join(dir, "binlog.1");
+    const bytes = readFileSync(path);
+    bytes.writeInt32LE(0x7fffffff, second); // its tube name length
+    writeFileSync(path, bytes);
+    const copy = freshDir();
+    cpSync(dir, copy, { recursive: true });
+
+    const tw = await HERE.target.start(["-b", dir]);
+    try {
+      const t = await dial(tw.addr);
+      assert.match(tw.output(), new RegExp(`${path}:${second}: bad tube name length 2147483647; skipped 90 bytes\n`));
+      assert.match(tw.output(), /: 2 jobs: 2 ready, 0 delayed, 0 buried; 1 files read, 1 problems; next id 4\n/);
+      assert.equal(await t.cmd("peek 1"), "FOUND 1 3\r\none\r\n");
+      assert.equal(await t.cmd("peek 2"), "NOT_FOUND\r\n");
+      assert.equal(await t.cmd("peek 3"), "FOUND 3 5\r\nthree\r\n");
+      t.close();
+    } finally {
+      await tw.stop();
+    }
+
+    // beanstalkd 1.12 on the same damage drops the rest of the file: job 3 is lost there
+    const again = await beanstalkd.start(["-b", copy]);
+    try {
+      const b = await dial(again.addr);
+      assert.equal(await b.cmd("peek 1"), "FOUND 1 3\r\none\r\n");
+      assert.equal(await b.cmd("peek 3"), "NOT_FOUND\r\n");
+      b.close();
+    } finally {
+      await killed(again);
+    }
+  });
+
+  it("an earlier tubeway's binlog.N files are renamed to tubeway.N and replayed, never imported", {
+    timeout: 120_000,
+  }, async () => {
+    const dir = freshDir();
+    const first = await HERE.target.start(["-b", dir]);
+    const w = await dial(first.addr);
+    assert.equal(await w.put("kept", 3), "INSERTED 1\r\n");
+    w.close();
+    await first.stop();
+    // what an earlier release left behind: its log under beanstalkd's names
+    for (const n of readdirSync(dir)) {
+      const m = /^tubeway\.(\d+)$/.exec(n);
+      if (m) renameSync(join(dir, n), join(dir, `binlog.${m[1]}`));
+    }
+    assert.ok(readdirSync(dir).includes("binlog.1"));
+    const second = await HERE.target.start(["-b", dir]);
+    try {
+      const r = await dial(second.addr);
+      assert.equal(await r.cmd("peek 1"), "FOUND 1 4\r\nkept\r\n");
+      assert.match(second.output(), /renamed \d+ log files of an earlier tubeway from binlog.N to tubeway.N/);
+      assert.doesNotMatch(second.output(), /imported/);
+      assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith("binlog.")), []);
+      r.close();
+    } finally {
+      await second.stop();
+    }
+  });
+});
