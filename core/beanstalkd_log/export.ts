@@ -98,6 +98,7 @@ export function exportBinlog(
     const names = beanstalkdFileNames(dir, files);
     if (names.length > 0 && !importDone(dir, files)) {
       const r = readBeanstalkdDir(dir, files, names);
+      if ("error" in r) return { kind: "failed", message: r.error, locked: false };
       for (const p of r.problems) say(problemLine(dir, p));
       jobs = buriedLast([...jobs, ...r.jobs.filter((j) => !own.jobs.has(j.id))]);
       maxId = Math.max(maxId, r.maxId);

@@ -41,20 +41,32 @@ export function importDone(dir: string, files: Files): boolean {
   return files.list(dir).includes(IMPORT_MARKER);
 }
 
-/** Read beanstalkd's files in `dir` (a file that cannot be read is a problem, not an error). */
-export function readBeanstalkdDir(dir: string, files: Files, names: string[]): ReadResult {
+/**
+ * Read beanstalkd's files in `dir`. A file that cannot be read at all (EACCES: its
+ * files are mode 0400, owned by beanstalkd's user) is an error, not a problem to
+ * report and pass over: importing without it would lose its jobs for good.
+ */
+export function readBeanstalkdDir(dir: string, files: Files, names: string[]): ReadResult | { error: string } {
   const sources: SourceFile[] = [];
-  const unreadable: ReadResult["problems"] = [];
   for (const name of names) {
+    const path = joinPath(dir, name);
     try {
-      sources.push({ name, bytes: files.read(joinPath(dir, name)) });
+      sources.push({ name, bytes: files.read(path) });
     } catch (e) {
-      unreadable.push({ file: name, offset: 0, reason: `cannot read: ${errorText(e)}` });
+      return { error: `cannot read ${path}: ${errorText(e)} (tubeway only reads beanstalkd's files; run it as a user who can)` };
     }
   }
-  const r = readBeanstalkdLog(sources);
-  r.problems.unshift(...unreadable);
-  return r;
+  return readBeanstalkdLog(sources);
+}
+
+/** The file names an earlier import recorded in its marker. */
+function importedNames(dir: string, files: Files): string[] {
+  try {
+    const text = new TextDecoder().decode(files.read(joinPath(dir, IMPORT_MARKER)));
+    return /^files: (.*)$/m.exec(text)?.[1]?.split(" ") ?? [];
+  } catch {
+    return [];
+  }
 }
 
 /** How to show one problem: `<path>:<offset>: <reason>`. */
@@ -81,8 +93,21 @@ export async function importBeanstalkd(
   say: (msg: string) => void,
 ): Promise<ImportOutcome> {
   const names = beanstalkdFileNames(dir, files);
-  if (names.length === 0 || importDone(dir, files)) return { kind: "none" };
+  if (names.length === 0) return { kind: "none" };
+  if (importDone(dir, files)) {
+    // beanstalkd ran on the directory again after the import: say so, import nothing
+    const known = importedNames(dir, files);
+    const later = names.filter((n) => !known.includes(n));
+    if (later.length > 0) {
+      say(
+        `${dir}: beanstalkd files written after the import are not read (${later.join(" ")}); ` +
+          `remove ${joinPath(dir, IMPORT_MARKER)} to import again`,
+      );
+    }
+    return { kind: "none" };
+  }
   const r = readBeanstalkdDir(dir, files, names);
+  if ("error" in r) return { kind: "failed", message: r.error };
   for (const p of r.problems) say(problemLine(dir, p));
   const fresh = r.jobs.filter((j) => queue.peek(j.id) === undefined);
   queue.restore(fresh, r.maxId);

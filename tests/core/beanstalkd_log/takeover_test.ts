@@ -132,6 +132,39 @@ describe("importing beanstalkd's files", () => {
     r.wal.close();
   });
 
+  it("a beanstalkd file it cannot read stops the start, with no marker written", async () => {
+    const { files } = beanstalkdDir();
+    const read = files.read.bind(files);
+    files.read = (path: string) => {
+      if (path.endsWith("/binlog.3")) throw Object.assign(new Error("EACCES: permission denied"), { code: "EACCES" });
+      return read(path);
+    };
+    const r = await start(files);
+    assert.deepEqual(r.outcome, {
+      kind: "failed",
+      message: `cannot read ${DIR}/binlog.3: EACCES: permission denied ` +
+        "(tubeway only reads beanstalkd's files; run it as a user who can)",
+    });
+    assert.ok(!files.list(DIR).includes(IMPORT_MARKER));
+    r.wal.close();
+  });
+
+  it("says so when beanstalkd wrote files after the import, and imports nothing more", async () => {
+    const { files } = beanstalkdDir();
+    (await start(files)).wal.close();
+    files.put(`${DIR}/binlog.5`, encodeV7([job(20)]));
+    const r = await start(files);
+    assert.equal(r.outcome.kind, "none");
+    assert.ok(
+      r.logs.includes(
+        `${DIR}: beanstalkd files written after the import are not read (binlog.5); remove ${DIR}/${IMPORT_MARKER} to import again`,
+      ),
+      r.logs.join("\n"),
+    );
+    assert.equal(r.queue.peek(20), undefined);
+    r.wal.close();
+  });
+
   it("does nothing on a directory with no beanstalkd files", async () => {
     const files = new MemoryFiles([DIR]);
     const r = await start(files);
