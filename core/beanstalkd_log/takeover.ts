@@ -53,7 +53,9 @@ export function readBeanstalkdDir(dir: string, files: Files, names: string[]): R
     try {
       sources.push({ name, bytes: files.read(path) });
     } catch (e) {
-      return { error: `cannot read ${path}: ${errorText(e)} (tubeway only reads beanstalkd's files; run it as a user who can)` };
+      return {
+        error: `cannot read ${path}: ${errorText(e)} (tubeway only reads beanstalkd's files; run it as a user who can)`,
+      };
     }
   }
   return readBeanstalkdLog(sources);

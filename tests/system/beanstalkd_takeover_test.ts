@@ -24,6 +24,7 @@ import {
   type Target,
 } from "../harness/targets.ts";
 import { dial, type Wire } from "../harness/wire.ts";
+import { assertSame, buriedOrder, killed, view, viewAll } from "../harness/job_views.ts";
 
 const HERE: { target: Target; argv: () => Promise<string[]> } = RUNTIME === "bun"
   ? { target: bunServer, argv: () => Promise.resolve([BUN, "run", join(ROOT, "server.ts")]) }
@@ -43,74 +44,6 @@ const freshDir = () => mkdtempSync(join(base, `d${dirs++}-`));
 /** -z for the jobs below: a body of exactly this size is among them. */
 const Z = 1000;
 
-interface JobView {
-  id: number;
-  body: string;
-  stats: Record<string, string>;
-}
-
-/** peek and stats-job of one job (values unquoted: 1.12 writes them plain); undefined if gone. */
-async function view(w: Wire, id: number): Promise<JobView | undefined> {
-  const peek = await w.cmd(`peek ${id}`);
-  if (peek === "NOT_FOUND\r\n") return undefined;
-  const m = /^FOUND (\d+) (\d+)\r\n/.exec(peek);
-  assert.ok(m && Number(m[1]) === id, peek.slice(0, 40));
-  const body = peek.slice(m[0].length, -2);
-  const stats: Record<string, string> = {};
-  for (const line of (await w.cmd(`stats-job ${id}`)).split("\n").slice(2)) {
-    const kv = /^([a-z-]+): "?(.*?)"?$/.exec(line);
-    if (kv) stats[kv[1]!] = kv[2]!;
-  }
-  return { id, body, stats };
-}
-
-async function viewAll(w: Wire, ids: number[]): Promise<Map<number, JobView | undefined>> {
-  const out = new Map<number, JobView | undefined>();
-  for (const id of ids) out.set(id, await view(w, id));
-  return out;
-}
-
-/** Buried jobs of a tube in the order kick takes them (this kicks them all). */
-async function buriedOrder(w: Wire, tube: string): Promise<number[]> {
-  assert.equal(await w.cmd(`use ${tube}`), `USING ${tube}\r\n`);
-  const ids: number[] = [];
-  for (let i = 0; i < 20; i++) {
-    const r = await w.cmd("peek-buried");
-    if (r === "NOT_FOUND\r\n") break;
-    ids.push(Number(/^FOUND (\d+) /.exec(r)![1]));
-    assert.equal(await w.cmd("kick 1"), "KICKED 1\r\n");
-  }
-  return ids;
-}
-
-/**
- * Expect `got` to be `want` as a restart shows it: same body and fields, reserved
- * made ready, delays counted on from their deadline, `buriesAdded` more buries for
- * buried jobs (1.12's replay counts one), ages no younger. A reserve is not logged
- * (by beanstalkd or tubeway), so a job reserved in `want` comes back with the count
- * of its last logged change: one reserve fewer here.
- */
-function assertSame(got: JobView | undefined, want: JobView | undefined, downSec: number, buriesAdded = 0): void {
-  if (want === undefined) return assert.equal(got, undefined);
-  assert.ok(got, `job ${want.id} is missing`);
-  assert.equal(got.body, want.body, `job ${want.id} body`);
-  const state = want.stats.state === "reserved" ? "ready" : want.stats.state;
-  assert.equal(got.stats.state, state, `job ${want.id} state`);
-  for (const k of ["tube", "pri", "delay", "ttr", "timeouts", "releases", "kicks"]) {
-    assert.equal(got.stats[k], want.stats[k], `job ${want.id} ${k}`);
-  }
-  const reserves = Number(want.stats.reserves) - (want.stats.state === "reserved" ? 1 : 0);
-  assert.equal(Number(got.stats.reserves), reserves, `job ${want.id} reserves`);
-  const buries = Number(want.stats.buries) + (state === "buried" ? buriesAdded : 0);
-  assert.equal(Number(got.stats.buries), buries, `job ${want.id} buries`);
-  assert.ok(Number(got.stats.age) >= Number(want.stats.age), `job ${want.id} age ${got.stats.age}`);
-  if (state === "delayed") {
-    const left = Number(got.stats["time-left"]);
-    const was = Number(want.stats["time-left"]);
-    assert.ok(left <= was + 1 && left >= was - downSec - 2, `job ${want.id} time-left ${left}, was ${was}`);
-  }
-}
-
 /** sha256 of every file in dir whose name passes `keep`. */
 function hashes(dir: string, keep: (name: string) => boolean): Record<string, string> {
   const out: Record<string, string> = {};
@@ -120,14 +53,6 @@ function hashes(dir: string, keep: (name: string) => boolean): Record<string, st
   return out;
 }
 const beanstalkdFile = (n: string) => n === "lock" || /^binlog\.\d+$/.test(n);
-
-async function killed(s: Running): Promise<void> {
-  if (s.child!.exitCode !== null || s.child!.signalCode !== null) return;
-  await new Promise<void>((resolve) => {
-    s.child!.once("exit", () => resolve());
-    s.child!.kill("SIGKILL");
-  });
-}
 
 /** Run a command to its end (bounded); its exit code and output. */
 function run(argv: string[], args: string[]): Promise<{ code: number | null; out: string; err: string }> {
@@ -242,7 +167,9 @@ for (const kind of KINDS) {
         // tubeway again: no second import; its own changes (the kicks, job 13) are there
         tw = await kind.target.start(["-b", dir]);
         const t2 = await dial(tw.addr);
-        assert.doesNotMatch(tw.output(), /imported/);
+        assert.doesNotMatch(tw.output(), /imported beanstalkd's binlog/);
+        // beanstalkd's restart above wrote binlog.2: named, not read
+        assert.match(tw.output(), /beanstalkd files written after the import are not read \(binlog\.2\); remove /);
         assert.equal(await t2.cmd("peek 13"), "FOUND 13 20\r\nnew after the switch\r\n");
         assert.match(await t2.cmd("stats-job 8"), /\nstate: ready\n/);
         assert.equal(await view(t2, 11), undefined);
