@@ -88,7 +88,8 @@ function allZero(b: Uint8Array, from: number): boolean {
 }
 
 type Parsed =
-  | { kind: "end" }
+  /** `zeros`: only zero bytes from here to the end of the file (the preallocated tail) */
+  | { kind: "end"; zeros: boolean }
   | { kind: "record"; rec: JobRecord; full: boolean; next: number }
   | { kind: "bad"; reason: string; /** the record's extent is known: reading can go on here */ next?: number };
 
@@ -99,7 +100,8 @@ type Parsed =
  */
 function parseAt(b: Uint8Array, v: DataView, off: number, l: Layout, strict: boolean): Parsed {
   const left = b.length - off;
-  if (left === 0 || allZero(b, off)) return { kind: "end" };
+  // allZero stops at the first nonzero byte: a few bytes into any record
+  if (left === 0 || allZero(b, off)) return { kind: "end", zeros: true };
   if (left < l.nameLenBytes) return { kind: "bad", reason: `truncated record (${left} bytes left)` };
   const nameLen = l.nameLenBytes === 4 ? v.getInt32(off, true) : Number(v.getBigInt64(off, true));
   if (nameLen < 0 || nameLen > MAX_NAME) return { kind: "bad", reason: `bad tube name length ${nameLen}` };
@@ -110,7 +112,7 @@ function parseAt(b: Uint8Array, v: DataView, off: number, l: Layout, strict: boo
   const id = v.getBigUint64(at, true);
   if (id === 0n) {
     // beanstalkd stops reading a file at an id of 0 (the zeroed preallocated tail)
-    return nameLen === 0 ? { kind: "end" } : { kind: "bad", reason: "job id 0 in a full record" };
+    return nameLen === 0 ? { kind: "end", zeros: false } : { kind: "bad", reason: "job id 0 in a full record" };
   }
   if (id > BigInt(Number.MAX_SAFE_INTEGER)) return { kind: "bad", reason: `job id ${id} is too large` };
   const stateByte = b[at + 76]!;
@@ -157,6 +159,7 @@ function parseAt(b: Uint8Array, v: DataView, off: number, l: Layout, strict: boo
 function resync(b: Uint8Array, v: DataView, from: number, l: Layout, known: Map<number, JobRecord>): number {
   for (let p = from; p + l.nameLenBytes + l.jobrecBytes <= b.length; p++) {
     const r = parseAt(b, v, p, l, true);
+    if (r.kind === "end" && r.zeros) return -1;
     // a short record is only 4 zero bytes and a Jobrec: trust it only for a job we know
     if (r.kind === "record" && (r.full || known.has(r.rec.id))) return p;
   }
@@ -217,11 +220,19 @@ function readFile(
   let off = 4;
   for (;;) {
     const r = parseAt(b, v, off, layout, false);
-    if (r.kind === "end") break;
+    if (r.kind === "end" && r.zeros) break;
     if (r.kind === "record") {
       out.maxId = Math.max(out.maxId, r.rec.id);
       apply(replay, r.rec, r.full);
       off = r.next;
+      continue;
+    }
+    if (r.kind === "end") {
+      // beanstalkd stops at an id of 0; data after it means zeros where records were
+      const next = resync(b, v, off + 1, layout, replay.jobs);
+      if (next < 0) break;
+      report(off, `a record of job id 0 (zeros), then more data; skipped ${next - off} bytes`);
+      off = next;
       continue;
     }
     if (r.next !== undefined) {

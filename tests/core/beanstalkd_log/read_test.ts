@@ -124,6 +124,30 @@ describe("reading beanstalkd binlog files", () => {
     }]);
   });
 
+  it("reports zeros where records were, and reads the records after them", () => {
+    const first = fullRecords(job(1));
+    const r = readBeanstalkdLog([file("binlog.1", first, new Uint8Array(300), fullRecords(job(2)))]);
+    assert.deepEqual(r.jobs.map((j) => j.id), [1, 2]);
+    assert.deepEqual(r.problems, [{
+      file: "binlog.1",
+      offset: 4 + first.length,
+      reason: "a record of job id 0 (zeros), then more data; skipped 300 bytes",
+    }]);
+  });
+
+  // A scan that re-checked the tail from every offset would not finish within the timeout.
+  it("gives up at once on damage followed by a long zeroed tail", { timeout: 120_000 }, () => {
+    const bad = fullRecords(job(2));
+    bad.set([0xff, 0xff, 0xff, 0x7f], 0);
+    const r = readBeanstalkdLog([file("binlog.1", fullRecords(job(1)), bad, new Uint8Array(10 << 20))]);
+    assert.deepEqual(r.jobs.map((j) => j.id), [1]);
+    assert.equal(r.problems.length, 1);
+    assert.match(
+      r.problems[0]!.reason,
+      /^bad tube name length 2147483647; nothing readable in the remaining \d+ bytes$/,
+    );
+  });
+
   it("skips a record whose body lacks the CRLF, and goes on after it", () => {
     const r = readBeanstalkdLog([
       file("binlog.1", fullRecords(job(1, { body: enc.encode("nocrlf") })), fullRecords(job(2))),
