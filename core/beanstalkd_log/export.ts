@@ -58,9 +58,17 @@ function buriedLast(jobs: JobRecord[]): JobRecord[] {
   return [...jobs.filter((j) => j.state !== "buried"), ...jobs.filter((j) => j.state === "buried")];
 }
 
-/** Files that only reads: replay removes all-zero files of its own, which an export must not. */
+/** `files` for replay, minus removal: replay removes all-zero log files, which an export must not. */
 function readOnly(files: Files): Files {
-  return Object.create(files, { unlink: { value: () => {} } });
+  return {
+    list: (dir) => files.list(dir),
+    read: (path) => files.read(path),
+    open: (path, mode) => files.open(path, mode),
+    unlink: () => {},
+    rename: (from, to) => files.rename(from, to),
+    syncDir: (dir) => files.syncDir(dir),
+    lock: (dir) => files.lock(dir),
+  };
 }
 
 /**
