@@ -7,7 +7,7 @@
 // fcntl/flock, and Deno's FsFile.lock has no Bun equivalent, so we use a lock FILE,
 // DIR/tubeway.lock (DIR/lock is beanstalkd's, and earlier tubeway releases'):
 //   * It is created atomically with its full content: written to a private temp
-//     name, then link(2)ed to DIR/lock, which fails with EEXIST when a lock exists.
+//     name, then link(2)ed to DIR/tubeway.lock, which fails with EEXIST when a lock exists.
 //     So a lock file is never seen half-written.
 //   * It holds {pid, host, boot, started, token}. A lock is stale (and is broken)
 //     only when it was written on this host and either the machine has rebooted
@@ -15,8 +15,8 @@
 //     ESRCH), or its pid is ours but `started` (performance.timeOrigin) is not ours,
 //     i.e. a previous process that happened to get our pid.
 //   * A lock from another host (a shared or container volume), or one we cannot
-//     parse (e.g. beanstalkd's empty lock file), is never broken: we refuse to start
-//     and the message names the file to remove.
+//     parse, is never broken: we refuse to start and the message names the file to
+//     remove.
 //   * beanstalkd's DIR/lock: a running beanstalkd holds an fcntl write lock on it.
 //     JavaScript has no fcntl, but Linux lists every POSIX lock in /proc/locks with
 //     the file's device and inode, so we refuse to start when a WRITE lock there is
