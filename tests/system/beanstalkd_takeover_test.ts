@@ -223,6 +223,8 @@ for (const kind of KINDS) {
           await tw.stop();
         }
         const stoppedAt = Date.now();
+        const usage = await run(await kind.argv(), ["export-binlog", out]);
+        assert.deepEqual([usage.code, usage.err.split("\n")[0]], [5, "tubeway: export-binlog: -b DIR is required"]);
         const r = await run(await kind.argv(), ["export-binlog", "-b", dir, out]);
         assert.equal(r.code, 0, r.err);
         assert.equal(

@@ -204,6 +204,24 @@ describe("export-binlog", () => {
     ]);
   });
 
+  it("includes beanstalkd's jobs not imported yet, as a start would, and changes nothing in DIR", () => {
+    const { files } = beanstalkdDir();
+    const before = files.list(DIR);
+    const r = exportBinlog(DIR, OUT, files, () => {}, WALL0);
+    assert.equal(r.kind, "done");
+    assert.deepEqual(
+      r.kind === "done" && r.lines[0],
+      `included 4 jobs from beanstalkd's files in ${DIR} (not imported yet)`,
+    );
+    const back = readBeanstalkdLog([{ name: "binlog.1", bytes: files.read(`${OUT}/binlog.1`) }]);
+    assert.deepEqual(back.jobs.map((j) => [j.id, j.state]), [[3, "ready"], [7, "delayed"], [5, "buried"], [
+      4,
+      "buried",
+    ]]);
+    assert.equal(back.maxId, 9000, "the deleted job's id stays used");
+    assert.deepEqual(files.list(DIR), before);
+  });
+
   it("refuses a locked directory and an output that already holds a beanstalkd log", async () => {
     const { files } = beanstalkdDir();
     const s = await start(files);
