@@ -157,8 +157,8 @@ async function main(args: string[]): Promise<void> {
     throw e;
   }
   // a directory beanstalkd wrote: its jobs come over once, on disk before anything is served
-  const imported = await opened.imported;
-  if (imported.kind === "failed") fail(imported.message, 10);
+  const importFailed = await opened.imported;
+  if (importFailed !== undefined) fail(importFailed, 10);
   const svc = opened.service;
   if ("path" in config.listen) prepareUnixPath(config.listen.path, log, fail);
   let listening: Awaited<ReturnType<typeof listen>> | undefined;

@@ -8,7 +8,7 @@ import { Queue } from "../core/queue.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
 import { type Binlog, openBinlog } from "../core/binlog/binlog.ts";
 import { noWal } from "../core/wal.ts";
-import { importBeanstalkd, type ImportOutcome } from "../core/beanstalkd_log/takeover.ts";
+import { importBeanstalkd } from "../core/beanstalkd_log/takeover.ts";
 import { type HostInfo } from "../protocol/host.ts";
 import { Service } from "../protocol/service.ts";
 import { nodeFiles } from "./files_node.ts";
@@ -37,9 +37,10 @@ export interface Opened {
   /**
    * The import of beanstalkd's binlog files in the -b directory (core/beanstalkd_log/):
    * its jobs are in the queue and the log already; this settles once they are fsynced
-   * and the import is marked done ("failed": it is not, and the next start tries again).
+   * and the import is marked done: with undefined, or with why it could not be (the
+   * next start then tries again; the executable exits 10).
    */
-  imported: Promise<ImportOutcome>;
+  imported: Promise<string | undefined>;
   /** Close every connection, then write what is pending, fsync and release the log. */
   close(): void;
 }
@@ -92,9 +93,11 @@ export function openService(config: Config, opts: OpenOptions = {}): Opened {
   // Without -b nothing is logged, but stats still shows -s as binlog-max-size, as 1.12 does.
   queue = new Queue({ clock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize) });
   if (recovered) queue.restore(recovered.jobs, recovered.maxId);
-  const imported: Promise<ImportOutcome> = wal && config.binlogDir !== undefined
-    ? importBeanstalkd(config.binlogDir, nodeFiles, queue, wal, logWal)
-    : Promise.resolve({ kind: "none" });
+  const imported = wal && config.binlogDir !== undefined
+    ? importBeanstalkd(config.binlogDir, nodeFiles, queue, wal, logWal).then((o) =>
+      o.kind === "failed" ? o.message : undefined
+    )
+    : Promise.resolve(undefined);
   const service = new Service({
     queue,
     verbose: config.verbose,

@@ -18,7 +18,7 @@ import { binlogSeq, readBeanstalkdLog, type ReadResult, type SourceFile, summary
 /** The marker file: present once beanstalkd's files have been imported. */
 export const IMPORT_MARKER = "tubeway.imported";
 
-/** What the import needs of the log (core/binlog.ts Binlog). */
+/** What the import needs of the log (core/binlog/binlog.ts Binlog). */
 export interface ImportLog {
   put(rec: JobRecord): boolean;
   raiseIds(maxId: number): boolean;

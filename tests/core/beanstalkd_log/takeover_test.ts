@@ -3,9 +3,9 @@
 // system are in tests/system/beanstalkd_takeover_test.ts).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { openBinlog } from "../../../core/binlog.ts";
+import { openBinlog } from "../../../core/binlog/binlog.ts";
 import { ManualClock } from "../../../core/clock.ts";
-import { MemoryFiles } from "../../../core/files_memory.ts";
+import { MemoryFiles } from "../../harness/files_memory.ts";
 import { Queue } from "../../../core/queue.ts";
 import type { JobRecord } from "../../../core/wal.ts";
 import { job as baseJob } from "./_job.ts";
