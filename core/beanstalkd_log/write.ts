@@ -9,7 +9,7 @@ import type { JobRecord } from "../wal.ts";
 /** sizeof(Jobrec) on LP64 (x86-64, arm64); the file header is a 4-byte int. */
 const JOBREC_BYTES = 80;
 const VERSION = 7;
-const NS_PER_MS = 1_000_000n;
+const NS_PER_MS = 1_000_000;
 
 const STATE_BYTE = { deleted: 0, ready: 1, reserved: 2, buried: 3, delayed: 4 } as const;
 
@@ -38,7 +38,13 @@ function sizeOf(jobs: JobRecord[], names: Uint8Array[], shortRecords: number): n
   return n;
 }
 
-const ns = (ms: number) => BigInt(Math.round(ms)) * NS_PER_MS;
+/** Write ms as an i64 of ns (two 32-bit halves: no BigInt per field). */
+function setNs(v: DataView, at: number, ms: number): void {
+  const ns = Math.round(ms) * NS_PER_MS; // below 2^63; exact to within a few hundred ns
+  const hi = Math.floor(ns / 2 ** 32);
+  v.setInt32(at + 4, hi, true);
+  v.setUint32(at, ns - hi * 2 ** 32, true);
+}
 
 /**
  * The file bytes. Jobs need their body (with its trailing CRLF); a reserved job is
@@ -67,13 +73,14 @@ export function encodeV7(jobs: JobRecord[], idFloor = 0): Uint8Array {
     v.setInt32(off, name.length, true);
     out.set(name, off + 4);
     const at = off + 4 + name.length;
-    v.setBigUint64(at, BigInt(j.id), true);
+    v.setUint32(at, j.id % 2 ** 32, true);
+    v.setUint32(at + 4, Math.floor(j.id / 2 ** 32), true);
     v.setUint32(at + 8, j.pri, true);
-    v.setBigInt64(at + 16, ns(j.delayMs), true);
-    v.setBigInt64(at + 24, ns(j.ttrMs), true);
+    setNs(v, at + 16, j.delayMs);
+    setNs(v, at + 24, j.ttrMs);
     v.setInt32(at + 32, j.body!.length, true);
-    v.setBigInt64(at + 40, ns(j.createdAtMs), true);
-    v.setBigInt64(at + 48, j.state === "delayed" ? ns(j.deadlineAtMs) : 0n, true);
+    setNs(v, at + 40, j.createdAtMs);
+    setNs(v, at + 48, j.state === "delayed" ? j.deadlineAtMs : 0);
     v.setUint32(at + 56, j.reserves, true);
     v.setUint32(at + 60, j.timeouts, true);
     v.setUint32(at + 64, j.releases, true);
