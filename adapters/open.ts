@@ -22,7 +22,7 @@ export interface OpenOptions {
   host?: HostInfo;
   /** Default: the system clock. */
   clock?: Clock;
-  /** Where the service's log lines go (-V accept/close, -VV commands); default: console.log. */
+  /** Where the service's log lines go (-V accept/close, -VV commands, the summary of an import); default: console.log. */
   log?: (line: string) => void;
   /** Where the service's error lines go (internal errors, failed log writes); default: console.error. */
   error?: (line: string) => void;
@@ -94,7 +94,7 @@ export function openService(config: Config, opts: OpenOptions = {}): Opened {
   queue = new Queue({ clock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize) });
   if (recovered) queue.restore(recovered.jobs, recovered.maxId);
   const imported = wal && config.binlogDir !== undefined
-    ? importBeanstalkd(config.binlogDir, nodeFiles, queue, wal, logWal).then((o) =>
+    ? importBeanstalkd(config.binlogDir, nodeFiles, queue, wal, logWal, opts.log ?? logWal).then((o) =>
       o.kind === "failed" ? o.message : undefined
     )
     : Promise.resolve(undefined);

@@ -93,6 +93,8 @@ export async function importBeanstalkd(
   queue: ImportQueue,
   log: ImportLog,
   say: (msg: string) => void,
+  /** The one-line summary of a finished import (a fact, not a warning). */
+  done: (msg: string) => void = say,
 ): Promise<ImportOutcome> {
   const names = beanstalkdFileNames(dir, files);
   if (names.length === 0) return { kind: "none" };
@@ -130,7 +132,7 @@ export async function importBeanstalkd(
   } catch (e) {
     return { kind: "failed", message: `cannot write ${marker}: ${errorText(e)}` };
   }
-  say(`imported beanstalkd's binlog from ${dir}: ${summary(r)}`);
+  done(`imported beanstalkd's binlog from ${dir}: ${summary(r)}`);
   return { kind: "imported", result: r, imported: fresh.length };
 }
 
