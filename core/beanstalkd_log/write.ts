@@ -13,29 +13,31 @@ const NS_PER_MS = 1_000_000;
 
 const STATE_BYTE = { deleted: 0, ready: 1, reserved: 2, buried: 3, delayed: 4 } as const;
 
-/** The job put and deleted at the end of the file to carry the id floor. */
-const TOMBSTONE: JobRecord = {
-  id: 0,
-  tube: "default",
-  pri: 0,
-  delayMs: 0,
-  ttrMs: 1000,
-  createdAtMs: 0,
-  deadlineAtMs: 0,
-  state: "ready",
-  reserves: 0,
-  timeouts: 0,
-  releases: 0,
-  buries: 0,
-  kicks: 0,
-  body: Uint8Array.of(13, 10),
-};
-
 /** Bytes the file takes for `jobs`. */
-function sizeOf(jobs: JobRecord[], names: Uint8Array[], shortRecords: number): number {
-  let n = 4 + shortRecords * (4 + JOBREC_BYTES);
+function sizeOf(jobs: JobRecord[], names: Uint8Array[]): number {
+  let n = 4;
   jobs.forEach((j, i) => (n += 4 + names[i]!.length + JOBREC_BYTES + j.body!.length));
   return n;
+}
+
+/** A ready job in tube "default" with an empty body, then its delete: 2 records. */
+const TOMBSTONE_NAME = new TextEncoder().encode("default");
+const TOMBSTONE_BYTES = 4 + TOMBSTONE_NAME.length + JOBREC_BYTES + 2 + 4 + JOBREC_BYTES;
+
+function writeTombstone(out: Uint8Array, v: DataView, off: number, id: number): void {
+  v.setInt32(off, TOMBSTONE_NAME.length, true);
+  out.set(TOMBSTONE_NAME, off + 4);
+  const at = off + 4 + TOMBSTONE_NAME.length;
+  v.setUint32(at, id % 2 ** 32, true);
+  v.setUint32(at + 4, Math.floor(id / 2 ** 32), true);
+  setNs(v, at + 24, 1000); // ttr 1 s: a job of 0 s TTR is not one beanstalkd makes
+  v.setInt32(at + 32, 2, true);
+  out[at + 76] = STATE_BYTE.ready;
+  out.set([13, 10], at + JOBREC_BYTES);
+  // the short record: name length 0 (already zero), the same Jobrec with state 0
+  const short = at + JOBREC_BYTES + 2 + 4;
+  out.copyWithin(short, at, at + JOBREC_BYTES);
+  out[short + 76] = STATE_BYTE.deleted;
 }
 
 /** Write ms as an i64 of ns (two 32-bit halves: no BigInt per field). */
@@ -60,11 +62,10 @@ export function encodeV7(jobs: JobRecord[], idFloor = 0): Uint8Array {
   const live = jobs.filter((j) => j.state !== "deleted");
   const top = live.reduce((n, j) => Math.max(n, j.id), 0);
   const tombstone = idFloor > top;
-  if (tombstone) live.push({ ...TOMBSTONE, id: idFloor });
   for (const j of live) if (!j.body) throw new Error(`job ${j.id} has no body`);
   const enc = new TextEncoder();
   const names = live.map((j) => enc.encode(j.tube));
-  const out = new Uint8Array(sizeOf(live, names, tombstone ? 1 : 0));
+  const out = new Uint8Array(sizeOf(live, names) + (tombstone ? TOMBSTONE_BYTES : 0));
   const v = new DataView(out.buffer);
   v.setInt32(0, VERSION, true);
   let off = 4;
@@ -90,12 +91,7 @@ export function encodeV7(jobs: JobRecord[], idFloor = 0): Uint8Array {
     out.set(j.body!, at + JOBREC_BYTES);
     off = at + JOBREC_BYTES + j.body!.length;
   });
-  if (tombstone) {
-    // the short record: name length 0, then the tombstone's Jobrec with state 0
-    const rec = off - 2 - JOBREC_BYTES;
-    out.copyWithin(off + 4, rec, rec + JOBREC_BYTES);
-    out[off + 4 + 76] = STATE_BYTE.deleted;
-  }
+  if (tombstone) writeTombstone(out, v, off, idFloor);
   return out;
 }
 

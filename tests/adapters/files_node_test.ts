@@ -12,6 +12,7 @@ import { fcntlWriteLockHolder, nodeFiles } from "../../adapters/files_node.ts";
 import type { JobRecord } from "../../core/wal.ts";
 import { BUN, DENO, ROOT, RUNTIME } from "../harness/paths.ts";
 import { ok } from "../harness/binlog_fixture.ts";
+import { jobRecord } from "../harness/job_record.ts";
 
 const base = fs.mkdtempSync(join(tmpdir(), "tubeway-binlog-"));
 after(() => fs.rmSync(base, { recursive: true, force: true }));
@@ -33,22 +34,7 @@ function open(dir: string, logs: string[] = [], durableAcks = false) {
 }
 
 function job(id: number, text: string): JobRecord {
-  return {
-    id,
-    tube: "default",
-    pri: 1,
-    delayMs: 0,
-    ttrMs: 60_000,
-    createdAtMs: 1_700_000_000_000,
-    deadlineAtMs: 0,
-    state: "ready",
-    reserves: 0,
-    timeouts: 0,
-    releases: 0,
-    buries: 0,
-    kicks: 0,
-    body: new TextEncoder().encode(text + "\r\n"),
-  };
+  return jobRecord(id, { pri: 1, createdAtMs: 1_700_000_000_000, body: new TextEncoder().encode(text + "\r\n") });
 }
 
 function writeLock(dir: string, v: Record<string, unknown>, name = "tubeway.lock"): void {

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { binlogSeq, readBeanstalkdLog, summary } from "../../../core/beanstalkd_log/read.ts";
 import { encodeV7, minMaxJobSize } from "../../../core/beanstalkd_log/write.ts";
 import type { JobRecord } from "../../../core/wal.ts";
-import { job } from "./_job.ts";
+import { jobRecord as job } from "../../harness/job_record.ts";
 
 const enc = new TextEncoder();
 

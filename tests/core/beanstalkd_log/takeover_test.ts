@@ -8,7 +8,7 @@ import { ManualClock } from "../../../core/clock.ts";
 import { MemoryFiles } from "../../harness/files_memory.ts";
 import { Queue } from "../../../core/queue.ts";
 import type { JobRecord } from "../../../core/wal.ts";
-import { job as baseJob } from "./_job.ts";
+import { jobRecord as baseJob } from "../../harness/job_record.ts";
 import { encodeV7 } from "../../../core/beanstalkd_log/write.ts";
 import { readBeanstalkdLog } from "../../../core/beanstalkd_log/read.ts";
 import { IMPORT_MARKER, importBeanstalkd } from "../../../core/beanstalkd_log/takeover.ts";

@@ -1,7 +1,7 @@
-// A job record for the beanstalkd_log tests: defaults, overridden field by field.
-import type { JobRecord } from "../../../core/wal.ts";
+// A job record for tests of the log and its files: defaults, overridden field by field.
+import type { JobRecord } from "../../core/wal.ts";
 
-export function job(id: number, over: Partial<JobRecord> = {}): JobRecord {
+export function jobRecord(id: number, over: Partial<JobRecord> = {}): JobRecord {
   return {
     id,
     tube: "default",
