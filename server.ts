@@ -4,7 +4,7 @@
 //   deno run --allow-net --allow-read --allow-write --allow-env --allow-sys server.ts -p 11300
 //   bun run server.ts -p 11300
 import process from "node:process";
-import { existsSync, lstatSync, readFileSync, unlinkSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readFileSync, unlinkSync } from "node:fs";
 import { type Config, parseConfig, USAGE } from "./core/config.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { VERSION } from "./core/version.ts";
@@ -14,6 +14,8 @@ import { WalOpenError } from "./core/binlog/binlog.ts";
 import { type Opened, openService } from "./adapters/open.ts";
 import { serveHttp } from "./adapters/http.ts";
 import { httpHandler } from "./protocol/http/handler.ts";
+import { nodeFiles } from "./adapters/files_node.ts";
+import { EXPORT_USAGE, exportBinlog, parseExportArgs } from "./core/beanstalkd_log/export.ts";
 
 /** beanstalkd's prefix for usage errors, which keep its exact wording (scripts match them). */
 const PREFIX = "tubeway";
@@ -80,7 +82,36 @@ function onSignal(signal: "SIGTERM" | "SIGINT" | "SIGUSR1", handler: () => void)
   else process.on(signal, handler);
 }
 
+/** `tubeway export-binlog -b DIR OUT`: exit 0 done, 5 usage, 10 DIR locked, 1 other trouble. */
+function exportCommand(args: string[]): never {
+  const parsed = parseExportArgs(args);
+  if (parsed.kind === "help") {
+    process.stdout.write(EXPORT_USAGE);
+    process.exit(0);
+  }
+  if (parsed.kind === "error") {
+    console.error(`${PREFIX}: export-binlog: ${parsed.message}`);
+    process.stderr.write(EXPORT_USAGE);
+    process.exit(5);
+  }
+  // a one-shot command for a person or a script: plain lines, as its usage errors
+  function quit(message: string, code: number): never {
+    console.error(`${PREFIX}: export-binlog: ${message}`);
+    process.exit(code);
+  }
+  try {
+    mkdirSync(parsed.out, { recursive: true });
+  } catch (e) {
+    quit(`cannot create ${parsed.out}: ${(e as Error).message}`, 1);
+  }
+  const r = exportBinlog(parsed.dir, parsed.out, nodeFiles, (m) => console.error(`${PREFIX}: ${m}`), Date.now());
+  if (r.kind === "failed") quit(r.message, r.locked ? 10 : 1);
+  for (const line of r.lines) console.log(line);
+  process.exit(0);
+}
+
 async function main(args: string[]): Promise<void> {
+  if (args[0] === "export-binlog") exportCommand(args.slice(1));
   const parsed = parseConfig(args, process.env);
   switch (parsed.kind) {
     case "help":
@@ -125,6 +156,9 @@ async function main(args: string[]): Promise<void> {
     if (e instanceof WalOpenError) fail(e.message, 10);
     throw e;
   }
+  // a directory beanstalkd wrote: its jobs come over once, on disk before anything is served
+  const importFailed = await opened.imported;
+  if (importFailed !== undefined) fail(importFailed, 10);
   const svc = opened.service;
   if ("path" in config.listen) prepareUnixPath(config.listen.path, log, fail);
   let listening: Awaited<ReturnType<typeof listen>> | undefined;

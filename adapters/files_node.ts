@@ -4,9 +4,10 @@
 // loop keeps serving while the disk works.
 //
 // The directory lock. beanstalkd holds an fcntl lock on DIR/lock; node:fs has no
-// fcntl/flock, and Deno's FsFile.lock has no Bun equivalent, so we use a lock FILE:
+// fcntl/flock, and Deno's FsFile.lock has no Bun equivalent, so we use a lock FILE,
+// DIR/tubeway.lock (DIR/lock is beanstalkd's, and earlier tubeway releases'):
 //   * It is created atomically with its full content: written to a private temp
-//     name, then link(2)ed to DIR/lock, which fails with EEXIST when a lock exists.
+//     name, then link(2)ed to DIR/tubeway.lock, which fails with EEXIST when a lock exists.
 //     So a lock file is never seen half-written.
 //   * It holds {pid, host, boot, started, token}. A lock is stale (and is broken)
 //     only when it was written on this host and either the machine has rebooted
@@ -14,8 +15,17 @@
 //     ESRCH), or its pid is ours but `started` (performance.timeOrigin) is not ours,
 //     i.e. a previous process that happened to get our pid.
 //   * A lock from another host (a shared or container volume), or one we cannot
-//     parse (e.g. beanstalkd's empty lock file), is never broken: we refuse to start
-//     and the message names the file to remove.
+//     parse, is never broken: we refuse to start and the message names the file to
+//     remove.
+//   * beanstalkd's DIR/lock: a running beanstalkd holds an fcntl write lock on it.
+//     JavaScript has no fcntl, but Linux lists every POSIX lock in /proc/locks with
+//     the file's device and inode, so we refuse to start when a WRITE lock there is
+//     on that file's inode (dev compared too), naming the holder's pid. A lock file
+//     that no process holds (beanstalkd stopped or crashed) does not stop us. Where
+//     /proc/locks cannot be read (not Linux) we cannot tell, say so, and go on.
+//     An earlier tubeway release's lock (our JSON in DIR/lock) is honoured as above.
+//     Limit: beanstalkd started after this check (on a directory we already use) is
+//     not stopped by our lock file, which it does not know.
 // Known limits: a dead holder's pid reused by an unrelated live process on the same
 // boot keeps the lock held (the message says what to remove); and two servers
 // breaking the same stale lock in the same instant are resolved by re-reading the
@@ -138,6 +148,52 @@ function lockError(dir: string, why: string): Error {
   return new Error(`failed to lock wal dir ${dir}: ${why}`);
 }
 
+/**
+ * The pid holding a POSIX (fcntl) write lock on `path`, per /proc/locks; undefined
+ * when none does; "unknown" when /proc/locks cannot be read. Lines look like
+ * `1: POSIX  ADVISORY  WRITE 4242 fe:00:2148096 0 EOF` (major:minor in hex).
+ */
+export function fcntlWriteLockHolder(path: string, procLocks = "/proc/locks"): number | undefined | "unknown" {
+  let text: string;
+  let st: fs.BigIntStats;
+  try {
+    st = fs.statSync(path, { bigint: true });
+  } catch {
+    return undefined;
+  }
+  try {
+    text = fs.readFileSync(procLocks, "utf8");
+  } catch {
+    return "unknown";
+  }
+  // Linux's dev_t encoding (new_encode_dev)
+  const major = ((st.dev >> 8n) & 0xfffn) | ((st.dev >> 32n) & ~0xfffn);
+  const minor = (st.dev & 0xffn) | ((st.dev >> 12n) & ~0xffn);
+  for (const line of text.split("\n")) {
+    const m = /^\d+:\s+(?:->\s+)?(?:POSIX|OFDLCK)\s+\S+\s+WRITE\s+(-?\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
+    if (!m || BigInt(m[4]!) !== st.ino) continue;
+    if (BigInt(`0x${m[2]}`) === major && BigInt(`0x${m[3]}`) === minor) return Number(m[1]);
+  }
+  return undefined;
+}
+
+/** Whether DIR/lock (beanstalkd's, or an earlier tubeway's) is held; why, or undefined. */
+function foreignLock(dir: string, me: LockInfo): { held?: string; note?: string } {
+  const path = joinPath(dir, "lock");
+  if (!fs.existsSync(path)) return {};
+  const old = readLock(path);
+  if (old !== undefined) {
+    return isStale(old, me) ? {} : {
+      held: `locked by pid ${old.pid} on ${old.host} (an earlier tubeway; remove ${path} if that process is gone)`,
+    };
+  }
+  const pid = fcntlWriteLockHolder(path);
+  if (pid === "unknown") {
+    return { note: `cannot tell whether a beanstalkd holds ${path} (no /proc/locks); make sure it is stopped` };
+  }
+  return pid === undefined ? {} : { held: `${path} is locked by a running beanstalkd (pid ${pid}); stop it first` };
+}
+
 function takeLock(dir: string): DirLock {
   let st: fs.Stats;
   try {
@@ -146,7 +202,7 @@ function takeLock(dir: string): DirLock {
     throw lockError(dir, errorCode(e) === "ENOENT" ? "no such directory" : String(e));
   }
   if (!st.isDirectory()) throw lockError(dir, "not a directory");
-  const path = joinPath(dir, "lock");
+  const path = joinPath(dir, "tubeway.lock");
   const me: LockInfo = {
     pid: process.pid,
     host: hostname(),
@@ -154,7 +210,10 @@ function takeLock(dir: string): DirLock {
     started: performance.timeOrigin,
     token: `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`,
   };
-  const temp = joinPath(dir, `lock.${me.token}`);
+  const foreign = foreignLock(dir, me);
+  if (foreign.held) throw lockError(dir, foreign.held);
+  const notes = foreign.note ? [foreign.note] : [];
+  const temp = joinPath(dir, `tubeway.lock.${me.token}`);
   fs.writeFileSync(temp, JSON.stringify(me) + "\n", { mode: 0o600 });
   try {
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -177,6 +236,7 @@ function takeLock(dir: string): DirLock {
       }
       if (readLock(path)?.token !== me.token) throw lockError(dir, "lost a race for the lock");
       return {
+        notes,
         release() {
           if (readLock(path)?.token === me.token) fs.unlinkSync(path);
         },
@@ -222,6 +282,9 @@ export const nodeFiles: Files = {
   },
   unlink(path) {
     fs.unlinkSync(path);
+  },
+  rename(from, to) {
+    fs.renameSync(from, to);
   },
   syncDir(dir) {
     return new Promise((resolve) => {

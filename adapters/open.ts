@@ -1,12 +1,14 @@
 // A Service built from a Config the way the executable builds it: with -b, the log in
-// config.binlogDir is locked and replayed into the queue before anything is served, and
-// every change is logged from then on. Here rather than in server.ts so that a library
+// config.binlogDir is locked and replayed into the queue before anything is served, the
+// jobs of a beanstalkd that wrote that directory are imported (once), and every change is
+// logged from then on. Here rather than in server.ts so that a library
 // user gets durability with the same two lines the executable uses.
 import type { Config } from "../core/config.ts";
 import { Queue } from "../core/queue.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
-import { openBinlog } from "../core/binlog/binlog.ts";
-import { noWal, type Wal } from "../core/wal.ts";
+import { type Binlog, openBinlog } from "../core/binlog/binlog.ts";
+import { noWal } from "../core/wal.ts";
+import { importBeanstalkd } from "../core/beanstalkd_log/takeover.ts";
 import { type HostInfo } from "../protocol/host.ts";
 import { Service } from "../protocol/service.ts";
 import { nodeFiles } from "./files_node.ts";
@@ -20,7 +22,7 @@ export interface OpenOptions {
   host?: HostInfo;
   /** Default: the system clock. */
   clock?: Clock;
-  /** Where the service's log lines go (-V accept/close, -VV commands); default: console.log. */
+  /** Where the service's log lines go (-V accept/close, -VV commands, the summary of an import); default: console.log. */
   log?: (line: string) => void;
   /** Where the service's error lines go (internal errors, failed log writes); default: console.error. */
   error?: (line: string) => void;
@@ -32,6 +34,13 @@ export interface Opened {
   service: Service;
   /** Jobs read back from the log (0 without -b). */
   recoveredJobs: number;
+  /**
+   * The import of beanstalkd's binlog files in the -b directory (core/beanstalkd_log/):
+   * its jobs are in the queue and the log already; this settles once they are fsynced
+   * and the import is marked done: with undefined, or with why it could not be (the
+   * next start then tries again; the executable exits 10).
+   */
+  imported: Promise<string | undefined>;
   /** Close every connection, then write what is pending, fsync and release the log. */
   close(): void;
 }
@@ -63,7 +72,7 @@ export function openService(config: Config, opts: OpenOptions = {}): Opened {
   const clock = opts.clock ?? systemClock;
   const logWal = opts.logWal ?? ((m: string) => console.error(m));
   let queue: Queue | undefined = undefined; // assigned once the log has been read
-  let wal: Wal | undefined;
+  let wal: Binlog | undefined;
   let recovered;
   if (config.binlogDir !== undefined) {
     ({ wal, recovered } = openBinlog(
@@ -84,6 +93,11 @@ export function openService(config: Config, opts: OpenOptions = {}): Opened {
   // Without -b nothing is logged, but stats still shows -s as binlog-max-size, as 1.12 does.
   queue = new Queue({ clock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize) });
   if (recovered) queue.restore(recovered.jobs, recovered.maxId);
+  const imported = wal && config.binlogDir !== undefined
+    ? importBeanstalkd(config.binlogDir, nodeFiles, queue, wal, logWal, opts.log ?? logWal).then((o) =>
+      o.kind === "failed" ? o.message : undefined
+    )
+    : Promise.resolve(undefined);
   const service = new Service({
     queue,
     verbose: config.verbose,
@@ -95,6 +109,7 @@ export function openService(config: Config, opts: OpenOptions = {}): Opened {
   return {
     service,
     recoveredJobs: recovered?.jobs.length ?? 0,
+    imported,
     close: () => {
       service.close();
       log.close();

@@ -64,6 +64,7 @@ export const DEFAULT_FSYNC_MS = 50;
 
 /** The help text (-h), as beanstalkd prints it, with tubeway's name. */
 export const USAGE = `Use: tubeway [OPTIONS]
+     tubeway export-binlog -b DIR OUT   (jobs of DIR as a beanstalkd binlog in OUT)
 
 Options:
  -b DIR   write-ahead log directory

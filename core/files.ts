@@ -27,6 +27,8 @@ export interface AppendFile {
 /** The directory lock: held for the process lifetime, released by release(). */
 export interface DirLock {
   release(): void;
+  /** Things the lock could not check, for the log. */
+  readonly notes?: readonly string[];
 }
 
 export interface Files {
@@ -40,6 +42,8 @@ export interface Files {
    */
   open(path: string, mode: "new" | "any"): AppendFile;
   unlink(path: string): void;
+  /** rename(2): replaces `to` if it exists. */
+  rename(from: string, to: string): void;
   /** fsync the directory itself, so created and removed names survive a crash. */
   syncDir(dir: string): Promise<void>;
   /**

@@ -13,6 +13,7 @@ import { Segments } from "./segments.ts";
 import { IdMark } from "./ids.ts";
 import { Homes, type JobInfo } from "./homes.ts";
 import { FSYNC_BOUNDS_MS, Histogram } from "../histogram.ts";
+import { migrateLegacyNames } from "./legacy_names.ts";
 
 export interface BinlogOptions {
   dir: string;
@@ -56,8 +57,10 @@ export function openBinlog(
   } catch (e) {
     throw new WalOpenError(e instanceof Error ? e.message : String(e));
   }
+  for (const note of lock.notes ?? []) opts.log(note);
   let r;
   try {
+    migrateLegacyNames(opts.dir, files, opts.log);
     r = replay(opts.dir, files, opts.log);
   } catch (e) {
     lock.release();
@@ -217,6 +220,27 @@ export class Binlog implements Wal {
 
   fileOf(id: number): number {
     return this.#homes.jobs.get(id)?.file.seq ?? 0;
+  }
+
+  /**
+   * Ids up to `maxId` count as handed out (jobs imported from beanstalkd, whose
+   * highest id may belong to a deleted job): the high-water is raised above it, so
+   * no restart hands those ids out again.
+   */
+  raiseIds(maxId: number): boolean {
+    this.#maxPutId = Math.max(this.#maxPutId, maxId);
+    if (maxId + ID_BLOCK / 2 <= this.#idHigh) return true;
+    this.#idHigh = maxId + ID_BLOCK;
+    return this.#ids.record(this.#idHigh);
+  }
+
+  /**
+   * Write everything accepted so far and fsync it, whatever -f says: for records
+   * that something else depends on (the import's jobs, before its marker file).
+   */
+  syncAll(): Promise<boolean> {
+    if (this.#closed || !this.flush()) return Promise.resolve(false);
+    return this.#commit.wait();
   }
 
   synced(): Promise<void> {

@@ -1,6 +1,8 @@
-// The binlog's byte format. It is tubeway's own: beanstalkd's version-7 files are
-// not read (their records have no checksums, so a torn or flipped record cannot be
-// told from a real one; migrating means draining the old server instead).
+// The binlog's byte format. It is tubeway's own, in files named tubeway.N so that
+// beanstalkd never reads them (started on a directory, beanstalkd deletes binlog.N
+// files it cannot read). beanstalkd's own version-7 and version-5 files are read
+// once, to import them, by core/beanstalkd_log/; they have no checksums, so this
+// format does not follow them.
 //
 // All integers are little-endian. Times are IEEE-754 float64 milliseconds since the
 // Unix epoch (exact for every integer ms a JavaScript clock gives).
@@ -9,7 +11,7 @@
 //   0  8  magic 89 54 57 4C 0D 0A 1A 0A  ("\x89TWL\r\n\x1a\n": detects text-mode mangling)
 //   8  4  format version (1)
 //  12  4  header length (40; later versions may append fields)
-//  16  8  file sequence number N (the N of binlog.N when written)
+//  16  8  file sequence number N (the N of tubeway.N when written)
 //  24  8  id high-water: every id ever handed out is <= this, or appears in a record
 //  32  4  salt: random per file, mixed into every record checksum of this file
 //  36  4  CRC-32C of bytes 0..35
@@ -38,6 +40,8 @@
 import type { JobRecord, JobState } from "../wal.ts";
 import { crc32cFinal, crc32cUpdate, CRC_INIT } from "./crc.ts";
 
+/** Log files are LOG_NAME_PREFIX + N (earlier releases wrote binlog.N: see legacy_names.ts). */
+export const LOG_NAME_PREFIX = "tubeway.";
 export const FILE_MAGIC = Uint8Array.of(0x89, 0x54, 0x57, 0x4c, 0x0d, 0x0a, 0x1a, 0x0a);
 export const FORMAT_VERSION = 1;
 export const FILE_HEADER_SIZE = 40;

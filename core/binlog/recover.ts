@@ -1,4 +1,4 @@
-// Reading the binlog at startup. Files binlog.N are read in increasing N and every
+// Reading the binlog at startup. Files tubeway.N are read in increasing N and every
 // intact record is replayed; damage is reported as `<path>:<offset>: <reason>` and
 // skipped, never thrown. The rules:
 //   * A record counts only when its header checksum and its payload checksum (both
@@ -35,6 +35,7 @@ import {
   decodePayload,
   KIND_FULL,
   KIND_IDS,
+  LOG_NAME_PREFIX,
   payloadMatches,
   RECORD_HEADER_SIZE,
   RECORD_MARK,
@@ -62,7 +63,7 @@ export interface ReplayResult {
   jobs: Map<number, LiveJob>;
   /** Our readable files, oldest first. */
   files: LogFile[];
-  /** Highest N among all binlog.N names, readable or not (new files go above it). */
+  /** Highest N among all tubeway.N names, readable or not (new files go above it). */
   maxSeq: number;
   maxId: number;
   maxBuryOrder: number;
@@ -74,7 +75,8 @@ export interface ReplayResult {
   problems: number;
 }
 
-const NAME = /^binlog\.([1-9][0-9]{0,15})$/;
+/** LOG_NAME_PREFIX and N. */
+const NAME = /^tubeway\.([1-9][0-9]{0,15})$/;
 const IDS_NAME = /^ids\.([1-9][0-9]{0,15})$/;
 
 function emptyResult(): ReplayResult {
@@ -121,7 +123,7 @@ export function replay(dir: string, files: Files, log: (msg: string) => void): R
   idSeqs.sort((a, b) => a - b);
   for (const seq of seqs) {
     out.maxSeq = Math.max(out.maxSeq, seq);
-    const path = joinPath(dir, `binlog.${seq}`);
+    const path = joinPath(dir, LOG_NAME_PREFIX + seq);
     let bytes: Uint8Array;
     try {
       bytes = files.read(path);
@@ -193,7 +195,7 @@ function readOne(
   } else {
     out.maxId = Math.max(out.maxId, head.header.idHighWater);
     if (head.header.seq !== seq) {
-      report(path, 0, `header says binlog.${head.header.seq}; read in file-name order`);
+      report(path, 0, `header says ${LOG_NAME_PREFIX}${head.header.seq}; read in file-name order`);
     }
   }
   const salt = saltState(head.header.salt);

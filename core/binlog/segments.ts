@@ -21,7 +21,7 @@
 // undoes what must not outlive them; positions stay where they are (a gap).
 import type { AppendFile, Files } from "../files.ts";
 import { errorCode, errorText, joinPath } from "../files.ts";
-import { encodeFileHeader, FILE_HEADER_SIZE, saltState } from "./codec.ts";
+import { encodeFileHeader, FILE_HEADER_SIZE, LOG_NAME_PREFIX, saltState } from "./codec.ts";
 
 export interface LogFile {
   seq: number;
@@ -149,7 +149,7 @@ export class Segments {
   }
 
   /**
-   * Start binlog.<nextSeq> with a fresh salt and the id high-water in its header.
+   * Start tubeway.<nextSeq> with a fresh salt and the id high-water in its header.
    * Pending records of the current file are written first; false (no rotation) if
    * that fails.
    */
@@ -157,7 +157,7 @@ export class Segments {
     if (!this.flush()) return false;
     for (;;) {
       const seq = this.nextSeq;
-      const path = joinPath(this.#dir, `binlog.${seq}`);
+      const path = joinPath(this.#dir, LOG_NAME_PREFIX + seq);
       let h: AppendFile;
       try {
         h = this.#files.open(path, "new");

@@ -8,10 +8,11 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { openBinlog, WalOpenError } from "../../core/binlog/binlog.ts";
-import { nodeFiles } from "../../adapters/files_node.ts";
+import { fcntlWriteLockHolder, nodeFiles } from "../../adapters/files_node.ts";
 import type { JobRecord } from "../../core/wal.ts";
 import { BUN, DENO, ROOT, RUNTIME } from "../harness/paths.ts";
 import { ok } from "../harness/binlog_fixture.ts";
+import { jobRecord } from "../harness/job_record.ts";
 
 const base = fs.mkdtempSync(join(tmpdir(), "tubeway-binlog-"));
 after(() => fs.rmSync(base, { recursive: true, force: true }));
@@ -33,26 +34,11 @@ function open(dir: string, logs: string[] = [], durableAcks = false) {
 }
 
 function job(id: number, text: string): JobRecord {
-  return {
-    id,
-    tube: "default",
-    pri: 1,
-    delayMs: 0,
-    ttrMs: 60_000,
-    createdAtMs: 1_700_000_000_000,
-    deadlineAtMs: 0,
-    state: "ready",
-    reserves: 0,
-    timeouts: 0,
-    releases: 0,
-    buries: 0,
-    kicks: 0,
-    body: new TextEncoder().encode(text + "\r\n"),
-  };
+  return jobRecord(id, { pri: 1, createdAtMs: 1_700_000_000_000, body: new TextEncoder().encode(text + "\r\n") });
 }
 
-function writeLock(dir: string, v: Record<string, unknown>): void {
-  fs.writeFileSync(join(dir, "lock"), JSON.stringify(v));
+function writeLock(dir: string, v: Record<string, unknown>, name = "tubeway.lock"): void {
+  fs.writeFileSync(join(dir, name), JSON.stringify(v));
 }
 
 function bootId(): string {
@@ -75,15 +61,15 @@ describe("binlog on the real file system", () => {
     assert.equal(await ok(wal.synced()), true);
     assert.ok(wal.stats().currentIndex > 1, "rotated at -s 4096");
     wal.close();
-    assert.equal(fs.existsSync(join(dir, "lock")), false, "lock released");
+    assert.equal(fs.existsSync(join(dir, "tubeway.lock")), false, "lock released");
     const again = open(dir, logs);
     assert.equal(again.recovered.jobs.length, 29);
     assert.deepEqual(again.recovered.jobs.at(-1)?.id, 3);
     assert.equal(again.recovered.jobs.at(-1)?.state, "buried");
     assert.deepEqual(logs, []);
     const names = fs.readdirSync(dir).sort();
-    assert.ok(names.includes("ballast") && names.includes("lock"));
-    assert.ok(names.every((x) => /^(binlog\.\d+|ids\.\d+|ballast|lock)$/.test(x)), names.join(","));
+    assert.ok(names.includes("ballast") && names.includes("tubeway.lock"));
+    assert.ok(names.every((x) => /^(tubeway\.\d+|ids\.\d+|ballast|tubeway\.lock)$/.test(x)), names.join(","));
     again.wal.close();
   });
 
@@ -122,7 +108,7 @@ describe("binlog on the real file system", () => {
       assert.equal(
         e.message,
         `failed to lock wal dir ${dir}: locked by pid ${process.pid} on ${hostname()} ` +
-          `(remove ${dir}/lock if that process is not a tubeway server)`,
+          `(remove ${dir}/tubeway.lock if that process is not a tubeway server)`,
       );
       return true;
     });
@@ -168,7 +154,7 @@ process.stdin.on("data", () => {}); process.stdin.on("end", () => { wal.close();
       const dir = freshDir();
       writeLock(dir, lock);
       open(dir).wal.close();
-      assert.equal(fs.existsSync(join(dir, "lock")), false);
+      assert.equal(fs.existsSync(join(dir, "tubeway.lock")), false);
     }
   });
 
@@ -176,9 +162,44 @@ process.stdin.on("data", () => {}); process.stdin.on("end", () => { wal.close();
     const other = freshDir();
     writeLock(other, { pid: 1, host: "elsewhere", boot: "", started: 1, token: "t" });
     assert.throws(() => open(other), /locked by pid 1 on elsewhere/);
-    const empty = freshDir();
-    fs.writeFileSync(join(empty, "lock"), ""); // what beanstalkd leaves behind
-    assert.throws(() => open(empty), /lock exists and is not a tubeway lock/);
+    const notOurs = freshDir();
+    fs.writeFileSync(join(notOurs, "tubeway.lock"), "");
+    assert.throws(() => open(notOurs), /tubeway.lock exists and is not a tubeway lock/);
+  });
+
+  test("beanstalkd's lock file, held by no process, does not stop the start and is left alone", () => {
+    const dir = freshDir();
+    fs.writeFileSync(join(dir, "lock"), "", { mode: 0o600 }); // what a stopped beanstalkd leaves behind
+    open(dir).wal.close();
+    assert.equal(fs.readFileSync(join(dir, "lock"), "utf8"), "");
+  });
+
+  test("an earlier tubeway's lock in DIR/lock is honoured while its process lives", () => {
+    const dir = freshDir();
+    writeLock(dir, { pid: process.ppid, host: hostname(), boot: bootId(), started: 1, token: "old" }, "lock");
+    assert.throws(() => open(dir), new RegExp(`locked by pid ${process.ppid} .*\\(an earlier tubeway; remove`));
+  });
+
+  test("/proc/locks: a POSIX write lock on the file's device and inode names its holder", () => {
+    const dir = freshDir();
+    const lock = join(dir, "lock");
+    fs.writeFileSync(lock, "");
+    const st = fs.statSync(lock, { bigint: true });
+    const major = ((st.dev >> 8n) & 0xfffn).toString(16).padStart(2, "0");
+    const minor = (st.dev & 0xffn).toString(16).padStart(2, "0");
+    const table = join(dir, "locks");
+    const write = (lines: string[]) => fs.writeFileSync(table, lines.join("\n") + "\n");
+    write([
+      `1: POSIX  ADVISORY  READ 11 ${major}:${minor}:${st.ino} 0 EOF`,
+      `2: FLOCK  ADVISORY  WRITE 12 ${major}:${minor}:${st.ino} 0 EOF`,
+      `3: POSIX  ADVISORY  WRITE 13 ${major}:${minor}:${st.ino + 1n} 0 EOF`,
+      `4: POSIX  ADVISORY  WRITE 14 ff:ff:${st.ino} 0 EOF`,
+    ]);
+    assert.equal(fcntlWriteLockHolder(lock, table), undefined, "read locks, flocks, other files are not it");
+    write([`5: POSIX  ADVISORY  WRITE 4242 ${major}:${minor}:${st.ino} 0 EOF`]);
+    assert.equal(fcntlWriteLockHolder(lock, table), 4242);
+    assert.equal(fcntlWriteLockHolder(lock, join(dir, "missing")), "unknown");
+    assert.equal(fcntlWriteLockHolder(join(dir, "no-lock"), table), undefined);
   });
 
   test("a missing directory is a clear error", () => {

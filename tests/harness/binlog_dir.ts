@@ -1,5 +1,5 @@
 // Looking at a binlog directory from outside the server, for the process-level
-// durability tests: which binlog.N files exist and how big they are, where the
+// durability tests: which tubeway.N files exist and how big they are, where the
 // records of a file start (walking the record headers' length fields only, no
 // checksums: see core/binlog/codec.ts for the format), copying a directory, and a
 // process's resident memory.
@@ -12,9 +12,9 @@ export interface BinlogFile {
   size: number;
 }
 
-const NAME = /^binlog\.([1-9][0-9]{0,15})$/;
+const NAME = /^tubeway\.([1-9][0-9]{0,15})$/;
 
-/** The binlog.N files in dir, lowest N first (files that vanish while listing are skipped). */
+/** The tubeway.N files (the log) in dir, lowest N first (files that vanish while listing are skipped). */
 export function binlogFiles(dir: string): BinlogFile[] {
   const out: BinlogFile[] = [];
   for (const name of readdirSync(dir)) {
@@ -30,12 +30,12 @@ export function binlogFiles(dir: string): BinlogFile[] {
   return out.sort((a, b) => a.seq - b.seq);
 }
 
-/** Total bytes of the binlog.N files in dir (lock and ballast not counted). */
+/** Total bytes of the tubeway.N files in dir (lock and ballast not counted). */
 export function binlogBytes(dir: string): number {
   return binlogFiles(dir).reduce((n, f) => n + f.size, 0);
 }
 
-/** The binlog.N file with the highest N, or undefined. */
+/** The tubeway.N file with the highest N, or undefined. */
 export function newestBinlog(dir: string): BinlogFile | undefined {
   return binlogFiles(dir).at(-1);
 }
@@ -79,9 +79,9 @@ export function recordSpans(path: string): RecordSpan[] {
   return out;
 }
 
-/** Copy the binlog.N files of `from` into the existing directory `to`. */
+/** Copy the tubeway.N files of `from` into the existing directory `to`. */
 export function copyBinlogs(from: string, to: string): void {
-  for (const f of binlogFiles(from)) copyFileSync(f.path, join(to, `binlog.${f.seq}`));
+  for (const f of binlogFiles(from)) copyFileSync(f.path, join(to, `tubeway.${f.seq}`));
 }
 
 /** Resident set size of a Linux process in KiB, or undefined (not Linux, or gone). */

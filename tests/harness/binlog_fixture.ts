@@ -184,9 +184,9 @@ export function summary(jobs: Iterable<JobRecord>): string[] {
 
 /** Names of the log files in DIR. */
 export function logNames(files: MemoryFiles): string[] {
-  return files.list(DIR).filter((n) => n.startsWith("binlog."));
+  return files.list(DIR).filter((n) => n.startsWith("tubeway."));
 }
 
 export function logBytes(files: MemoryFiles): number {
-  return files.used((n) => n.startsWith("binlog."));
+  return files.used((n) => n.startsWith("tubeway."));
 }

@@ -125,6 +125,13 @@ export class MemoryFiles implements Files {
     if (!this.nodes.delete(path)) throw fsError("ENOENT", path);
   }
 
+  rename(from: string, to: string): void {
+    const node = this.nodes.get(from);
+    if (!node) throw fsError("ENOENT", from);
+    this.nodes.delete(from);
+    this.nodes.set(to, node);
+  }
+
   syncDir(_dir: string): Promise<void> {
     this.dirSyncs++;
     return Promise.resolve();

@@ -24,7 +24,7 @@ class EventFiles extends MemoryFiles {
 
   override open(path: string, mode: "new" | "any"): AppendFile {
     const h = super.open(path, mode);
-    if (!/\/binlog\.\d+$/.test(path)) return h;
+    if (!/\/tubeway\.\d+$/.test(path)) return h;
     return {
       path: h.path,
       size: () => h.size(),

@@ -1,5 +1,5 @@
 // Durability through the real process, 3: damaged files (a torn tail, a flipped byte,
-// a garbage binlog.N) are reported and skipped; everything else is recovered.
+// a garbage tubeway.N) are reported and skipped; everything else is recovered.
 //
 // Run: node_modules/.bin/deno test -A tests/system/durability_damaged_test.ts
 //      node_modules/.bin/bun test --timeout 120000 tests/system/durability_damaged_test.ts
@@ -89,8 +89,8 @@ describe(`damaged binlog files: ${HERE.name}`, () => {
     assert.deepEqual([last.kind, last.id], [KIND_FULL, lastId], "the last record is the last put");
     const cuts = [1, 7, 15, 16, 16 + 40, last.end - last.offset - 1].map((d) => last.offset + d);
     for (const cut of cuts) {
-      const { dir, r, w } = await damaged((d) => truncateSync(join(d, `binlog.${newest.seq}`), cut));
-      const where = `${join(dir, `binlog.${newest.seq}`)}:${last.offset}: `;
+      const { dir, r, w } = await damaged((d) => truncateSync(join(d, `tubeway.${newest.seq}`), cut));
+      const where = `${join(dir, `tubeway.${newest.seq}`)}:${last.offset}: `;
       try {
         assert.ok(await outputHas(r, where), `cut at ${cut}: expected "${where}<reason>" in:\n${r.output()}`);
         await intact(w, [lastId]);
@@ -111,12 +111,12 @@ describe(`damaged binlog files: ${HERE.name}`, () => {
       `the middle byte is in ${JSON.stringify(hit)}`,
     );
     const { dir, r, w } = await damaged((d) => {
-      const p = join(d, `binlog.${newest.seq}`);
+      const p = join(d, `tubeway.${newest.seq}`);
       const b = readFileSync(p);
       b[mid] = b[mid]! ^ 0x20;
       writeFileSync(p, b);
     });
-    const where = `${join(dir, `binlog.${newest.seq}`)}:${hit.offset}: `;
+    const where = `${join(dir, `tubeway.${newest.seq}`)}:${hit.offset}: `;
     try {
       assert.ok(await outputHas(r, where), `expected "${where}<reason>" in:\n${r.output()}`);
       await intact(w, [hit.id!]);
@@ -126,13 +126,13 @@ describe(`damaged binlog files: ${HERE.name}`, () => {
     }
   });
 
-  test("a garbage binlog.<N> file is reported and skipped", async () => {
+  test("a garbage tubeway.<N> file is reported and skipped", async () => {
     const seq = newestBinlog(pristine)!.seq + 1;
     let x = 12345;
     const junk = Buffer.alloc(3000, 0);
     for (let i = 0; i < junk.length; i++) junk[i] = (x = (x * 1103515245 + 12345) % 2 ** 31) & 0xff || 1;
-    const { dir, r, w } = await damaged((d) => writeFileSync(join(d, `binlog.${seq}`), junk));
-    const where = `${join(dir, `binlog.${seq}`)}:0: `;
+    const { dir, r, w } = await damaged((d) => writeFileSync(join(d, `tubeway.${seq}`), junk));
+    const where = `${join(dir, `tubeway.${seq}`)}:0: `;
     try {
       assert.ok(await outputHas(r, where), `expected "${where}<reason>" in:\n${r.output()}`);
       await intact(w, []);

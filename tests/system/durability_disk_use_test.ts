@@ -55,13 +55,13 @@ describe(`disk use with -s ${S_SMALL}: ${HERE.name}`, () => {
     w.close();
     const ms = Date.now() - t0;
     console.log(
-      `durability (${HERE.name}) put/delete: ${done} cycles in ${ms} ms; binlog.* peak ${peak} bytes ` +
+      `durability (${HERE.name}) put/delete: ${done} cycles in ${ms} ms; tubeway.* peak ${peak} bytes ` +
         `(${(peak / S_SMALL).toFixed(2)} x -s), ${binlogFiles(dir).length} files at the end, ` +
         `records written ${st.num("binlog-records-written")}, migrated ${st.num("binlog-records-migrated")}; ` +
         `server VmRSS peak ${rss} kB`,
     );
     assert.equal(done, CYCLES, `only ${done} cycles within the time bound`);
-    assert.ok(peak <= 4 * S_SMALL + SLACK, `binlog.* files took ${peak} bytes, bound ${4 * S_SMALL + SLACK}`);
+    assert.ok(peak <= 4 * S_SMALL + SLACK, `tubeway.* files took ${peak} bytes, bound ${4 * S_SMALL + SLACK}`);
 
     await kill9(a);
     const b = await sc.start(HERE, flags);
@@ -114,12 +114,12 @@ describe(`disk use with -s ${S_SMALL}: ${HERE.name}`, () => {
     console.log(
       `durability (${HERE.name}) release with delay: ${rounds * JOBS} releases of ${JOBS} jobs in ${
         Date.now() - t0
-      } ms; binlog.* peak ${peak} bytes (${(peak / S_SMALL).toFixed(2)} x -s), ` +
+      } ms; tubeway.* peak ${peak} bytes (${(peak / S_SMALL).toFixed(2)} x -s), ` +
         `records written ${st.num("binlog-records-written")}, migrated ${st.num("binlog-records-migrated")}; ` +
         `server VmRSS peak ${rss} kB`,
     );
     assert.equal(rounds, ROUNDS, `only ${rounds} rounds within the time bound`);
-    assert.ok(peak <= 4 * S_SMALL + SLACK, `binlog.* files took ${peak} bytes, bound ${4 * S_SMALL + SLACK}`);
+    assert.ok(peak <= 4 * S_SMALL + SLACK, `tubeway.* files took ${peak} bytes, bound ${4 * S_SMALL + SLACK}`);
 
     await kill9(a);
     const b = await sc.start(HERE, flags);

@@ -44,7 +44,7 @@ describe("writing", () => {
     assert.equal(e.wal.stats().oldestIndex, 1);
     assert.equal(e.wal.stats().currentIndex, Math.max(...seqs));
     const big = e.put("default", body("y".repeat(10_000))); // bigger than -s: a file of its own
-    assert.equal(files.bytes(`${DIR}/binlog.${e.wal.fileOf(big)}`).length > 4096, true);
+    assert.equal(files.bytes(`${DIR}/tubeway.${e.wal.fileOf(big)}`).length > 4096, true);
     const before = new Map(ids.map((id) => [id, e.wal.fileOf(id)]));
     e = restart(e);
     for (const id of ids) assert.equal(e.recovered.fileOf.get(id), before.get(id));
@@ -89,14 +89,14 @@ describe("disk trouble", () => {
     const files = memFiles();
     let e = new Engine(files).open();
     const a = e.put("default", body("a"));
-    const size = files.bytes(`${DIR}/binlog.1`).length;
+    const size = files.bytes(`${DIR}/tubeway.1`).length;
     const ballast = e.wal.usage().ballast;
     files.failAppend(1, { code: "ENOSPC", partial: 10 });
     const b = e.put("default", body("b"));
     assert.ok(b > 0, "accepted records are written with room from the ballast");
-    // binlog.1: header, the id reservation, a's record; then b's record, as long as a's
+    // tubeway.1: header, the id reservation, a's record; then b's record, as long as a's
     const record = size - FILE_HEADER_SIZE - IDS_RECORD_SIZE;
-    assert.equal(files.bytes(`${DIR}/binlog.1`).length, size + record, "the short write was cut back first");
+    assert.equal(files.bytes(`${DIR}/tubeway.1`).length, size + record, "the short write was cut back first");
     assert.ok(e.wal.usage().ballast < ballast);
     assert.deepEqual(e.logs, []);
     e = restart(e);
@@ -108,13 +108,13 @@ describe("disk trouble", () => {
     const files = memFiles();
     let e = new Engine(files).open();
     const a = e.put("default", body("a"));
-    const size = files.bytes(`${DIR}/binlog.1`).length;
+    const size = files.bytes(`${DIR}/tubeway.1`).length;
     files.failAppend(1, { code: "ENOSPC", partial: 10 });
     files.failAppend(2, { code: "ENOSPC", partial: 10 });
     assert.equal(e.put("default", body("b")), 0);
-    assert.equal(files.bytes(`${DIR}/binlog.1`).length, size, "the short write was cut back");
+    assert.equal(files.bytes(`${DIR}/tubeway.1`).length, size, "the short write was cut back");
     assert.equal(e.logs.length, 1);
-    assert.match(e.logs[0]!, /cannot write .*binlog\.1: ENOSPC/);
+    assert.match(e.logs[0]!, /cannot write .*tubeway\.1: ENOSPC/);
     const c = e.put("default", body("c"));
     assert.ok(c > 0);
     assert.equal(e.delete(a), true);
@@ -182,7 +182,7 @@ describe("disk trouble", () => {
     files.capacity = files.used();
     e = new Engine(files).open();
     assert.deepEqual(e.recovered.jobs.map((j) => j.id), [a]);
-    assert.ok(e.logs.some((l) => /cannot (create|write) .*binlog\.2/.test(l)), e.logs.join("\n"));
+    assert.ok(e.logs.some((l) => /cannot (create|write) .*tubeway\.2/.test(l)), e.logs.join("\n"));
     assert.equal(e.put("default", body("b")), 0);
     files.capacity = Infinity;
     const c = e.put("default", body("c"));
@@ -478,7 +478,7 @@ describe("dead files go without waiting for an fsync", () => {
     const files = new NamedFiles();
     const e = new Engine(files, { maxFileSize: S, fsyncMs: 50 }).open();
     files.failSync(1, { code: "EIO" }); // this round fsyncs ids.N first: it fails, the log's fsync works
-    const first = e.put("default", body("first")); // reserves ids up to 4097: in binlog.1 and in ids.N
+    const first = e.put("default", body("first")); // reserves ids up to 4097: in tubeway.1 and in ids.N
     await e.settle();
     assert.ok(e.logs.some((l) => /fsync of the id high-water failed/.test(l)), e.logs.join("\n"));
     const release = files.holdSyncs();
@@ -490,8 +490,8 @@ describe("dead files go without waiting for an fsync", () => {
       if (i % 10 === 0) await e.settle();
     }
     await e.settle();
-    // binlog.1 holds the only durable id high-water: it stays
-    assert.ok(logNames(files).includes("binlog.1"), logNames(files).join(","));
+    // tubeway.1 holds the only durable id high-water: it stays
+    assert.ok(logNames(files).includes("tubeway.1"), logNames(files).join(","));
     const r = new Engine(files.powerCut(), e.opts).open();
     assert.ok(r.nextId > last, `next id ${r.nextId}, handed out up to ${last}`);
     r.wal.close();
@@ -501,7 +501,7 @@ describe("dead files go without waiting for an fsync", () => {
       e.wal.tick(e.now);
       await e.settle();
     }
-    assert.ok(!logNames(files).includes("binlog.1"), "removed once the sync came");
+    assert.ok(!logNames(files).includes("tubeway.1"), "removed once the sync came");
     e.wal.close();
   });
 
@@ -570,7 +570,7 @@ describe("dead files go without waiting for an fsync", () => {
     last = e.nextId - 1;
     await e.settle();
     assert.ok(e.wal.stats().recordsMigrated >= 4);
-    assert.ok(logNames(files).includes(`binlog.${home}`), `binlog.${home} waits for the sync: ${logNames(files)}`);
+    assert.ok(logNames(files).includes(`tubeway.${home}`), `tubeway.${home} waits for the sync: ${logNames(files)}`);
 
     const r = new Engine(files.powerCut(), e.opts).open();
     // (a churn job may come back: its delete was never fsynced)
@@ -585,7 +585,7 @@ describe("dead files go without waiting for an fsync", () => {
       e.wal.tick(e.now);
       await e.settle();
     }
-    assert.ok(!logNames(files).includes(`binlog.${home}`), `binlog.${home} is removed once the sync covers the move`);
+    assert.ok(!logNames(files).includes(`tubeway.${home}`), `tubeway.${home} is removed once the sync covers the move`);
     const live = e.expected([b2, b1]);
     e = restart(e);
     assert.deepEqual(summary(e.recovered.jobs), summary(live));
@@ -623,7 +623,7 @@ describe("the directory lock", () => {
 });
 
 /**
- * In-memory files that count the appends to log files (binlog.N), can make every
+ * In-memory files that count the appends to log files (tubeway.N), can make every
  * such append fail while `failLog` is set, and call `onUnlink` after a removal.
  */
 class WatchedFiles extends MemoryFiles {
@@ -637,7 +637,7 @@ class WatchedFiles extends MemoryFiles {
 
   override open(path: string, mode: "new" | "any"): AppendFile {
     const h = super.open(path, mode);
-    if (!/\/binlog\.\d+$/.test(path)) return h;
+    if (!/\/tubeway\.\d+$/.test(path)) return h;
     return {
       path: h.path,
       size: () => h.size(),
@@ -664,7 +664,7 @@ function checkEveryRemoval(files: WatchedFiles, e: Engine, ids: number[], buried
   const want = summary(e.expected(buriedOrder).filter((j) => ids.includes(j.id)));
   let checked = 0;
   files.onUnlink = (path) => {
-    if (!/\/binlog\.\d+$/.test(path)) return;
+    if (!/\/tubeway\.\d+$/.test(path)) return;
     const r = new Engine(files.crash(true), e.opts).open();
     const got = r.recovered.jobs.filter((j) => ids.includes(j.id));
     assert.deepEqual(summary(got), want, `after removing ${path}`);
@@ -731,7 +731,7 @@ describe("batched writes", () => {
     const written = e.wal.stats().recordsWritten;
 
     // EIO: the batch is lost, the file cut back, and the next batch goes to a new file
-    const size = files.bytes(`${DIR}/binlog.1`).length;
+    const size = files.bytes(`${DIR}/tubeway.1`).length;
     const lost = e.put("default", body("lost"));
     e.reserve(a);
     e.bury(a, 5);
@@ -739,8 +739,8 @@ describe("batched writes", () => {
     e.kick(c);
     files.failAppend(1, { code: "EIO", partial: 30 });
     assert.equal(e.wal.flush(), false);
-    assert.equal(files.bytes(`${DIR}/binlog.1`).length, size, "no partial record stays");
-    assert.match(e.logs.join("\n"), /cannot write .*binlog\.1: EIO/);
+    assert.equal(files.bytes(`${DIR}/tubeway.1`).length, size, "no partial record stays");
+    assert.match(e.logs.join("\n"), /cannot write .*tubeway\.1: EIO/);
     assert.equal(e.wal.stats().recordsWritten, written, "lost records are not counted");
     const d = e.put("default", body("d"));
     const dRec = { ...e.logged.get(d)! };
@@ -748,13 +748,13 @@ describe("batched writes", () => {
     assert.equal(e.wal.stats().currentIndex, 2);
 
     // ENOSPC that the write reserve cannot cure either: the same
-    const size2 = files.bytes(`${DIR}/binlog.2`).length;
+    const size2 = files.bytes(`${DIR}/tubeway.2`).length;
     e.put("default", body("lost too"));
     e.delete(d);
     files.failAppend(1, { code: "ENOSPC", partial: 10 });
     files.failAppend(2, { code: "ENOSPC", partial: 10 });
     assert.equal(e.wal.flush(), false);
-    assert.equal(files.bytes(`${DIR}/binlog.2`).length, size2, "no partial record stays");
+    assert.equal(files.bytes(`${DIR}/tubeway.2`).length, size2, "no partial record stays");
     const f = e.put("default", body("f"));
     assert.equal(e.wal.flush(), true);
 
@@ -845,7 +845,7 @@ describe("batched writes", () => {
       e.bury(buried, 3);
       assert.equal(e.wal.flush(), true);
       await e.settle();
-      const home = `binlog.${e.wal.fileOf(keep)}`;
+      const home = `tubeway.${e.wal.fileOf(keep)}`;
       const removals = checkEveryRemoval(files, e, [keep, buried, delayed], [buried]);
       for (let i = 0; logNames(files).includes(home); i++) {
         assert.ok(i < 5000, `${fsyncMs}: ${home} never went`);
@@ -870,7 +870,7 @@ describe("batched writes", () => {
     e.reserve(buried);
     e.bury(buried, 3);
     assert.equal(e.wal.flush(), true);
-    const home = `binlog.${e.wal.fileOf(keep)}`;
+    const home = `tubeway.${e.wal.fileOf(keep)}`;
     const removals = checkEveryRemoval(files, e, [keep, buried], [buried]);
     let failedMoves = 0;
     for (let i = 0; logNames(files).includes(home); i++) {

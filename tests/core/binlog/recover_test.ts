@@ -14,8 +14,8 @@ function restart(e: Engine, opts = e.opts): Engine {
 }
 
 function newestLog(files: MemoryFiles): string {
-  const seqs = logNames(files).map((n) => Number(n.slice(7)));
-  return `${DIR}/binlog.${Math.max(...seqs)}`;
+  const seqs = logNames(files).map((n) => Number(n.slice("tubeway.".length)));
+  return `${DIR}/tubeway.${Math.max(...seqs)}`;
 }
 
 /** A log whose newest file ends with `tail`'s records; returns the engine and files. */
@@ -71,7 +71,7 @@ describe("recovery", () => {
     assert.equal(e.recovered.fileOf.get(ready), 1);
     assert.equal(e.wal.fileOf(ready), 1);
     assert.deepEqual(e.logs, []);
-    // the next start writes binlog.2 and keeps ids moving up
+    // the next start writes tubeway.2 and keeps ids moving up
     assert.equal(e.wal.stats().currentIndex, 2);
     assert.ok(e.put("default", body("new")) > deleted);
   });
@@ -142,7 +142,7 @@ describe("recovery", () => {
     const ids: number[] = [];
     for (let i = 0; i < 20; i++) ids.push(e.put("default", body(`job number ${i}`)));
     e.wal.close();
-    const path = `${DIR}/binlog.1`;
+    const path = `${DIR}/tubeway.1`;
     const clean = files.read(path);
     // offsets of each put record (the first put carries an id reservation before it)
     const offsets: number[] = [];
@@ -174,8 +174,8 @@ describe("recovery", () => {
   test("a zero-filled file is reported and removed; a zero tail is reported", () => {
     const { files, e, a, b, c } = sampleLog();
     e.wal.close();
-    files.put(`${DIR}/binlog.2`, new Uint8Array(8192));
-    const path = `${DIR}/binlog.1`;
+    files.put(`${DIR}/tubeway.2`, new Uint8Array(8192));
+    const path = `${DIR}/tubeway.1`;
     const withTail = new Uint8Array(files.read(path).length + 4096);
     withTail.set(files.read(path));
     files.put(path, withTail);
@@ -184,25 +184,25 @@ describe("recovery", () => {
     assert.ok(
       r.logs.some((l) => l === `${path}:${withTail.length - 4096}: 4096 zero bytes at end of file (an unwritten tail)`),
     );
-    assert.ok(r.logs.some((l) => l === `${DIR}/binlog.2:0: file is all zero bytes; file removed`));
+    assert.ok(r.logs.some((l) => l === `${DIR}/tubeway.2:0: file is all zero bytes; file removed`));
     assert.equal(r.wal.stats().currentIndex, 3);
-    assert.deepEqual(logNames(files), ["binlog.1", "binlog.3"]);
+    assert.deepEqual(logNames(files), ["tubeway.1", "tubeway.3"]);
   });
 
   test("a foreign file is reported and left alone; a damaged header still yields its records", () => {
     const { files, e, a, b, c } = sampleLog();
     e.wal.close();
     const garbage = new TextEncoder().encode("GARBAGE ".repeat(500));
-    files.put(`${DIR}/binlog.7`, garbage);
-    const bad = files.read(`${DIR}/binlog.1`);
+    files.put(`${DIR}/tubeway.7`, garbage);
+    const bad = files.read(`${DIR}/tubeway.1`);
     bad[20] = bad[20]! ^ 0xff; // inside the header's seq field
-    files.put(`${DIR}/binlog.1`, bad);
+    files.put(`${DIR}/tubeway.1`, bad);
     const r = new Engine(files).open();
     assert.deepEqual(r.recovered.jobs.map((j) => j.id).sort(), [a, b, c].sort());
-    assert.ok(r.logs.includes(`${DIR}/binlog.7:0: not a tubeway binlog (bad magic); file ignored`));
-    assert.ok(r.logs.includes(`${DIR}/binlog.1:0: file header checksum mismatch; trying its records anyway`));
+    assert.ok(r.logs.includes(`${DIR}/tubeway.7:0: not a tubeway binlog (bad magic); file ignored`));
+    assert.ok(r.logs.includes(`${DIR}/tubeway.1:0: file header checksum mismatch; trying its records anyway`));
     assert.equal(r.wal.stats().currentIndex, 8);
-    assert.deepEqual(files.read(`${DIR}/binlog.7`), garbage);
+    assert.deepEqual(files.read(`${DIR}/tubeway.7`), garbage);
   });
 
   test("ids lost with an unsynced tail are never handed out again", async () => {
@@ -234,10 +234,10 @@ describe("recovery", () => {
     r0.reserve(a);
     r0.bury(a, 1);
     r0.wal.close();
-    files.unlink(`${DIR}/binlog.1`);
+    files.unlink(`${DIR}/tubeway.1`);
     const r = new Engine(files).open();
     assert.deepEqual(r.recovered.jobs, []);
     assert.deepEqual(r.logs, []);
-    assert.ok(r.recovered.maxId >= a, "the high-water in binlog.2's header survives");
+    assert.ok(r.recovered.maxId >= a, "the high-water in tubeway.2's header survives");
   });
 });
