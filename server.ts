@@ -204,6 +204,9 @@ async function main(args: string[]): Promise<void> {
       fail(`cannot listen on --http ${hostPort(config.http)}: ${causeOf(e)}`, 111);
     }
   }
+  for (const l of [listening, tlsListening]) {
+    l?.failed.then((e) => fail(`listener failed, no new clients can connect: ${e.message}`, 1));
+  }
   if (config.verbose > 0) {
     const plain = tls && !tlsBeside ? undefined : listening.address;
     const secure = tlsListening?.address ?? (tls ? listening.address : undefined);

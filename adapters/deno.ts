@@ -14,6 +14,7 @@ import type { Service } from "../protocol/service.ts";
 import { serveStreams } from "../protocol/streams.ts";
 import { listenNodeTls } from "./node_tls.ts";
 import type { ListenAddress, Listening, ListenOptions } from "./types.ts";
+import { AcceptErrorLog, acceptVerdict, BACK_OFF_MS } from "./accept_errors.ts";
 
 /** First read size per connection, and the most one read asks for. */
 const MIN_READ = 1024;
@@ -63,23 +64,33 @@ export async function listenDeno(svc: Service, addr: ListenAddress, opts: Listen
     : Deno.listen({ transport: "tcp", hostname: addr.host, port: addr.port });
   const local = listener.addr as Deno.NetAddr | Deno.UnixAddr;
   let stopped = false;
-  (async () => {
-    try {
-      for await (const conn of listener) {
-        if ("setNoDelay" in conn) {
-          try {
-            (conn as Deno.TcpConn).setNoDelay(true);
-            (conn as Deno.TcpConn).setKeepAlive(true);
-          } catch { /* not TCP */ }
-        }
-        serveStreams(svc, streamsOf(conn));
+  const errors = new AcceptErrorLog(svc.error);
+  // Accept one at a time, not `for await`: an accept error must not end the loop.
+  const failed = (async (): Promise<Error> => {
+    for (;;) {
+      let conn: Deno.Conn;
+      try {
+        conn = await listener.accept();
+      } catch (e) {
+        if (stopped) return new Error("closed");
+        const verdict = acceptVerdict(e);
+        if (verdict === "fatal") return e instanceof Error ? e : new Error(String(e));
+        errors.note(e, Date.now());
+        if (verdict === "back-off") await new Promise((r) => setTimeout(r, BACK_OFF_MS));
+        continue;
       }
-    } catch (e) {
-      if (!stopped) svc.error(`accept failed: ${e}`);
+      if ("setNoDelay" in conn) {
+        try {
+          (conn as Deno.TcpConn).setNoDelay(true);
+          (conn as Deno.TcpConn).setKeepAlive(true);
+        } catch { /* not TCP, or already reset */ }
+      }
+      serveStreams(svc, streamsOf(conn));
     }
   })();
   return {
     address: "path" in local ? { path: local.path } : { host: local.hostname, port: local.port },
+    failed: failed.then((e) => (stopped ? new Promise<Error>(() => {}) : e)),
     close: () => {
       stopped = true;
       try {
