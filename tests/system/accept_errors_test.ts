@@ -9,12 +9,12 @@
 // same cases against beanstalkd 1.12.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { BEANSTALKD, type Running, startProcess } from "../harness/targets.ts";
-import { dial } from "../harness/wire.ts";
+import { dial, openSocket } from "../harness/wire.ts";
 
 /** argv of the server under test. */
 function serverArgv(): string[] | undefined {
@@ -27,24 +27,6 @@ function serverArgv(): string[] | undefined {
 /** The same server with its open-file limit lowered to `fds` (via the shell's ulimit). */
 function limited(argv: string[], fds: number): string[] {
   return ["sh", "-c", `ulimit -n ${fds} && exec "$0" "$@"`, ...argv];
-}
-
-function open(addr: { host: string; port: number }): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const s = connect({ host: addr.host, port: addr.port });
-    const t = setTimeout(() => {
-      s.destroy();
-      reject(new Error("connect timed out"));
-    }, 5000);
-    s.once("error", (e) => {
-      clearTimeout(t);
-      reject(e);
-    });
-    s.once("connect", () => {
-      clearTimeout(t);
-      resolve(s);
-    });
-  });
 }
 
 /** The server answers a fresh client; returns how long the round trip took (ms). */
@@ -76,7 +58,7 @@ describe(
         const keeper = await dial(r.addr); // an older client, which must stay served too
         const ROUNDS = 200;
         for (let i = 0; i < ROUNDS; i++) {
-          const s = await open(r.addr);
+          const s = await openSocket(r.addr);
           s.on("error", () => {});
           s.resetAndDestroy(); // SO_LINGER 0: RST, usually before the server's accept
         }
@@ -98,7 +80,7 @@ describe(
         const keeper = await dial(r.addr);
         // Connects succeed at the kernel (the backlog) even when the server cannot accept.
         for (let i = 0; i < 120; i++) {
-          const s = await open(r.addr);
+          const s = await openSocket(r.addr);
           s.on("error", () => {});
           held.push(s);
         }
