@@ -16,6 +16,7 @@ import { R } from "./reply.ts";
 import { type ConnectionContext, dispatch, putBody, reserved, Session } from "./dispatch.ts";
 import type { Job, WaitEnd } from "../core/model.ts";
 import { assertNever } from "./never.ts";
+import { afterIO } from "./yield.ts";
 
 /** Where a connection's replies go. */
 export interface Transport {
@@ -190,18 +191,26 @@ export class Connection {
     this.#flush();
   }
 
-  /** Resume processing later in this turn (never re-entering the queue from its callbacks). */
-  #continue(): void {
+  /**
+   * Resume processing later (never re-entering the queue from its callbacks): in this
+   * turn, or with `afterOthers` once the event loop has polled other sockets. The
+   * latter after a batch of replies was written: a client that pipelines a flood
+   * (thousands of peeks) then gets one batch per turn, like every other client,
+   * instead of a chain of microtasks that runs until its socket buffers are full.
+   */
+  #continue(afterOthers = false): void {
     if (this.#continueQueued || this.#closed) return;
     this.#continueQueued = true;
-    queueMicrotask(() => {
+    const go = () => {
       this.#continueQueued = false;
       this.#run();
       if (this.#inputPaused && this.wantsInput) {
         this.#inputPaused = false;
         this.onResume?.();
       }
-    });
+    };
+    if (afterOthers) afterIO(go);
+    else queueMicrotask(go);
   }
 
   /** The queue ended this client's wait (a job, a timeout, DEADLINE_SOON). */
@@ -249,7 +258,7 @@ export class Connection {
     this.#s.out.release();
     if (this.#s.out.size > 0) return this.#flush();
     if (this.#s.quit) return this.#close();
-    if (this.#parser.buffered > 0 || this.#inputPaused) this.#continue();
+    if (this.#parser.buffered > 0 || this.#inputPaused) this.#continue(true);
   }
 
   #close(): void {
