@@ -53,9 +53,13 @@ async function serveConn(svc: Service, conn: Deno.Conn): Promise<void> {
   let buf = new Uint8Array(MIN_READ);
   try {
     for (;;) {
-      while (!c.wantsInput) {
-        if (c.closed) return;
-        await Promise.race([new Promise<void>((r) => (resume = r)), c.done]);
+      if (!c.wantsInput) {
+        // Stalled (replies not read, a reserve waiting): hold no big read buffer meanwhile.
+        if (buf.length > MIN_READ) buf = new Uint8Array(MIN_READ);
+        while (!c.wantsInput) {
+          if (c.closed) return;
+          await Promise.race([new Promise<void>((r) => (resume = r)), c.done]);
+        }
       }
       const n = await conn.read(buf);
       if (n === null) break;
