@@ -126,7 +126,7 @@ describe(`memory and latency under hostile clients: ${NAME} server`, {
     });
   });
 
-  const conns = SOAK ? 10_000 : 2000;
+  const conns = SOAK ? 10_000 : 4000;
   // Deno's own floor is above 8 KB: a bare Deno.listen server that holds each connection
   // with one pending 64-byte read and nothing else measured 10.9 KB per connection at
   // 2,000 and 7.7 KB at 10,000 (after a forced GC, which this test cannot do).
