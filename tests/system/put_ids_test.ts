@@ -20,42 +20,44 @@ async function producers(w: Wire, n: number): Promise<void> {
   }
 }
 
+/**
+ * A fresh server; client `a` sends a put line and part of its body, and `then` runs
+ * once the server has read the line (as seen by client `b`).
+ */
+async function halfPut(target: Target, then: (a: Wire, b: Wire) => Promise<void>): Promise<void> {
+  const r = await target.start([]);
+  try {
+    const a = await dial(r.addr);
+    const b = await dial(r.addr);
+    a.send("put 0 0 10 5\r\nab");
+    await producers(b, 1);
+    await then(a, b);
+    a.close();
+    b.close();
+  } finally {
+    await r.stop();
+  }
+}
+
 function suite(target: Target): void {
   const missing = target.unavailable();
   describe(`put ids: ${target.name}`, { skip: skipUnless(missing === undefined, missing ?? "") }, () => {
     it("a put abandoned mid-body uses up its id", async () => {
-      const r = await target.start([]);
-      try {
-        const a = await dial(r.addr);
-        const b = await dial(r.addr);
-        a.send("put 0 0 10 5\r\nab");
-        await producers(b, 1);
+      await halfPut(target, async (a, b) => {
         a.close();
         await new Promise((res) => setTimeout(res, 100));
         assert.equal(await b.put("next"), "INSERTED 2\r\n");
-        b.close();
-      } finally {
-        await r.stop();
-      }
+      });
     });
 
     it("a body that arrives after another client's put keeps the id of its line", async () => {
-      const r = await target.start([]);
-      try {
-        const a = await dial(r.addr);
-        const b = await dial(r.addr);
-        a.send("put 0 0 10 5\r\nab");
-        await producers(b, 1);
+      await halfPut(target, async (a, b) => {
         assert.equal(await b.put("second"), "INSERTED 2\r\n");
         a.send("cde\r\n");
         assert.equal(await a.reply(), "INSERTED 1\r\n");
         // Same priority: the lower id is served first.
         assert.equal(await b.cmd("reserve-with-timeout 0"), "RESERVED 1 5\r\nabcde\r\n");
-        a.close();
-        b.close();
-      } finally {
-        await r.stop();
-      }
+      });
     });
   });
 }
