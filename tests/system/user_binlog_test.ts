@@ -55,7 +55,7 @@ describe("-u USER with -b DIR", { skip: skipUnless(canSwitch, "needs root and a 
       const body = "x".repeat(500);
       for (let i = 1; i <= 100; i++) assert.equal(await w.put(body), `INSERTED ${i}\r\n`, `put ${i}`);
       w.close();
-      const logs = readdirSync(dir).filter((f) => /^binlog\.\d+$/.test(f));
+      const logs = readdirSync(dir).filter((f) => /^tubeway\.\d+$/.test(f));
       assert.ok(logs.length >= 3, `expected several log files, found ${logs.join(", ")}`);
     } finally {
       await s.stop();
