@@ -61,8 +61,10 @@ const NONE = new Uint8Array(0);
 export class Output {
   /** Allocated at the first reply: a connection that never gets one holds no buffer. */
   #buf: Uint8Array = NONE;
-  /** Our buffers among the pieces handed out by take() (queued job bodies are not ours to reuse). */
+  /** Our buffers sealed since the last take() (queued job bodies are not ours to reuse). */
   #sealed: ArrayBufferLike[] = [];
+  /** Our buffers among the pieces the last take() handed out: reusable once they are written. */
+  #taken: ArrayBufferLike[] = [];
   #spare: Uint8Array | null = null;
   #len = 0;
   /** Sealed pieces waiting to go out before #buf. */
@@ -141,20 +143,25 @@ export class Output {
     const q = this.#queue;
     this.#queue = [];
     this.#queued = 0;
+    const taken = this.#taken;
+    taken.length = 0;
+    this.#taken = this.#sealed;
+    this.#sealed = taken;
     return q;
   }
 
   /**
    * The pieces from the last take() have been written: one of our buffers among them
-   * (not a big one) is kept for reuse, the others are left to the GC.
+   * (not a big one) is kept for reuse, the others are left to the GC. Buffers sealed
+   * since that take() are still queued, so they are not candidates.
    */
   release(): void {
-    for (const b of this.#sealed) {
-      if (b.byteLength <= KEEP && (!this.#spare || this.#spare.byteLength < b.byteLength)) {
+    for (const b of this.#taken) {
+      if (b.byteLength <= KEEP && b !== this.#buf.buffer && (!this.#spare || this.#spare.byteLength < b.byteLength)) {
         this.#spare = new Uint8Array(b);
       }
     }
-    this.#sealed.length = 0;
+    this.#taken.length = 0;
   }
 
   #seal(): void {
