@@ -4,7 +4,7 @@
 //   deno run --allow-net --allow-read --allow-write --allow-env --allow-sys server.ts -p 11300
 //   bun run server.ts -p 11300
 import process from "node:process";
-import { existsSync, lstatSync, mkdirSync, readFileSync, unlinkSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync } from "node:fs";
 import { type Config, parseConfig, USAGE } from "./core/config.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { VERSION } from "./core/version.ts";
@@ -73,6 +73,22 @@ function becomeUser(user: string, fail: Fail): void {
     p.setuid(uid);
   } catch (e) {
     fail(`setuid(${uid}): ${e}`, 34);
+  }
+}
+
+/**
+ * After -u: the log was opened as root, but every new log file is created as the
+ * user. Create and remove a probe file now, so that a directory the user cannot write
+ * stops the server at startup (1.12 opens its log after the switch and exits 10)
+ * instead of failing every put at the first new log file.
+ */
+function checkWritable(dir: string, user: string, fail: Fail): void {
+  const probe = `${dir}/.tubeway-probe-${process.pid}`;
+  try {
+    closeSync(openSync(probe, "wx"));
+    unlinkSync(probe);
+  } catch (e) {
+    fail(`failed to lock wal dir ${dir}: not writable as ${user}: ${(e as Error).message ?? e}`, 10);
   }
 }
 
@@ -204,6 +220,9 @@ async function main(args: string[]): Promise<void> {
       fail(`cannot listen on --http ${hostPort(config.http)}: ${causeOf(e)}`, 111);
     }
   }
+  for (const l of [listening, tlsListening]) {
+    l?.failed.then((e) => fail(`listener failed, no new clients can connect: ${e.message}`, 1));
+  }
   if (config.verbose > 0) {
     const plain = tls && !tlsBeside ? undefined : listening.address;
     const secure = tlsListening?.address ?? (tls ? listening.address : undefined);
@@ -227,7 +246,10 @@ async function main(args: string[]): Promise<void> {
       pid: process.pid,
     });
   }
-  if (config.user) becomeUser(config.user, fail);
+  if (config.user) {
+    becomeUser(config.user, fail);
+    if (config.binlogDir !== undefined) checkWritable(config.binlogDir, config.user, fail);
+  }
   if (config.verbose > 0 && config.binlogDir !== undefined) log.info(`binlog: ${opened.recoveredJobs} jobs recovered`);
 }
 

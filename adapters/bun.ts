@@ -152,6 +152,9 @@ export function listenBun(svc: Service, addr: ListenAddress, opts: ListenOptions
   });
   return {
     address: "path" in addr ? { path: addr.path } : { host: server.hostname, port: server.port },
+    // Bun's listener keeps accepting through per-connection errors and fd shortages
+    // (tests/system/accept_errors_test.ts), and reports no death of its own.
+    failed: new Promise<Error>(() => {}),
     close: () => server.stop(true),
   };
 }

@@ -1,9 +1,8 @@
-// Deno entry: Deno.listen, each connection served over web streams by serveStreams().
+// Deno entry: Deno.listen, each connection served with conn.read()/conn.write().
 //
-// The streams are our own thin streams over conn.read()/conn.write(), not
-// conn.readable/conn.writable: Deno's readable closes the whole socket when it reads
-// EOF, and beanstalkd must still answer a client that half-closed (a waiting reserve
-// gets TIMED_OUT, earlier pipelined commands get their replies).
+// Not conn.readable/conn.writable: Deno's readable closes the whole socket when it
+// reads EOF, and beanstalkd must still answer a client that half-closed (a waiting
+// reserve gets TIMED_OUT, earlier pipelined commands get their replies).
 //
 // TLS is served by node:tls (node_tls.ts), not Deno.listenTls, which in Deno 2.9 can
 // neither ask clients for certificates (denoland/deno#26825) nor drop a client that
@@ -11,49 +10,73 @@
 // the client likes (checked on 2.9.6), so anyone could pile up sockets. Deno's node:tls
 // does both.
 import type { Service } from "../protocol/service.ts";
-import { serveStreams } from "../protocol/streams.ts";
+import { yieldToIO } from "../protocol/yield.ts";
 import { listenNodeTls } from "./node_tls.ts";
 import type { ListenAddress, Listening, ListenOptions } from "./types.ts";
+import { AcceptErrorLog, acceptVerdict, BACK_OFF_MS } from "./accept_errors.ts";
 
-/** First read size per connection, and the most one read asks for. */
-const MIN_READ = 1024;
+/**
+ * Read size of an idle connection (a pending read holds its buffer, so 10,000 idle
+ * clients hold 10,000 of these), and the most one read asks for.
+ */
+const MIN_READ = 256;
 const MAX_READ = 64 * 1024;
 
-function streamsOf(conn: Deno.Conn) {
+/**
+ * Serve one connection with conn.read()/conn.write() directly: no web streams, whose
+ * readers, writers, controllers and promises cost kilobytes per idle connection. The
+ * read buffer is small while the client is idle, grows fourfold after reads that fill
+ * it, and shrinks again after a small read. The connection keeps only what it has not
+ * consumed when push() returns, so the buffer is reused.
+ */
+async function serveConn(svc: Service, conn: Deno.Conn): Promise<void> {
   let closed = false;
-  const close = () => {
-    if (closed) return;
-    closed = true;
-    try {
-      conn.close();
-    } catch { /* already closed */ }
-  };
-  // A default (not byte) stream: measured 20-25% faster per command than a BYOB byte
-  // stream on Deno, whose pull-into bookkeeping costs more than copying a chunk. The
-  // read buffer starts small (idle connections stay cheap) and doubles after reads
-  // that fill it; each chunk handed on is a copy, so the buffer is reused.
-  let buf = new Uint8Array(MIN_READ);
-  const readable = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let n: number | null = null;
-      try {
-        n = closed ? null : await conn.read(buf);
-      } catch {
-        n = null;
-      }
-      if (n === null) return controller.close();
-      controller.enqueue(buf.slice(0, n));
-      if (n === buf.length && buf.length < MAX_READ) buf = new Uint8Array(buf.length * 2);
-    },
-    cancel: close,
-  }, { highWaterMark: 0 }); // read only when the connection asks: back-pressure reaches TCP
-  const writable = new WritableStream<Uint8Array>({
-    async write(chunk) {
+  const c = svc.connect({
+    async write(piece) {
       let off = 0;
-      while (off < chunk.length) off += await conn.write(off === 0 ? chunk : chunk.subarray(off));
+      while (off < piece.length) off += await conn.write(off === 0 ? piece : piece.subarray(off));
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      try {
+        conn.close();
+      } catch { /* already closed */ }
     },
   });
-  return { readable, writable, close };
+  let resume: (() => void) | undefined;
+  c.onResume = () => {
+    const r = resume;
+    resume = undefined;
+    r?.();
+  };
+  let buf = new Uint8Array(MIN_READ);
+  try {
+    for (;;) {
+      if (!c.wantsInput) {
+        // Stalled (replies not read, a reserve waiting): hold no big read buffer meanwhile.
+        if (buf.length > MIN_READ) buf = new Uint8Array(MIN_READ);
+        while (!c.wantsInput) {
+          if (c.closed) return;
+          await Promise.race([new Promise<void>((r) => (resume = r)), c.done]);
+        }
+      }
+      const n = await conn.read(buf);
+      if (n === null) break;
+      c.push(buf.subarray(0, n));
+      if (n === buf.length) {
+        if (buf.length < MAX_READ) buf = new Uint8Array(buf.length * 4);
+        // More is queued: let other connections run first, so a flood cannot starve them.
+        else await yieldToIO();
+      } else if (n <= MIN_READ && buf.length > MIN_READ) {
+        buf = new Uint8Array(MIN_READ); // the burst is over: idle small again
+      }
+    }
+    c.eof();
+    await c.done;
+  } catch {
+    c.abort(); // reset, or closed under a pending read
+  }
 }
 
 export async function listenDeno(svc: Service, addr: ListenAddress, opts: ListenOptions = {}): Promise<Listening> {
@@ -63,23 +86,33 @@ export async function listenDeno(svc: Service, addr: ListenAddress, opts: Listen
     : Deno.listen({ transport: "tcp", hostname: addr.host, port: addr.port });
   const local = listener.addr as Deno.NetAddr | Deno.UnixAddr;
   let stopped = false;
-  (async () => {
-    try {
-      for await (const conn of listener) {
-        if ("setNoDelay" in conn) {
-          try {
-            (conn as Deno.TcpConn).setNoDelay(true);
-            (conn as Deno.TcpConn).setKeepAlive(true);
-          } catch { /* not TCP */ }
-        }
-        serveStreams(svc, streamsOf(conn));
+  const errors = new AcceptErrorLog(svc.error);
+  // Accept one at a time, not `for await`: an accept error must not end the loop.
+  const failed = (async (): Promise<Error> => {
+    for (;;) {
+      let conn: Deno.Conn;
+      try {
+        conn = await listener.accept();
+      } catch (e) {
+        if (stopped) return new Error("closed");
+        const verdict = acceptVerdict(e);
+        if (verdict === "fatal") return e instanceof Error ? e : new Error(String(e));
+        errors.note(e, Date.now());
+        if (verdict === "back-off") await new Promise((r) => setTimeout(r, BACK_OFF_MS));
+        continue;
       }
-    } catch (e) {
-      if (!stopped) svc.error(`accept failed: ${e}`);
+      if ("setNoDelay" in conn) {
+        try {
+          (conn as Deno.TcpConn).setNoDelay(true);
+          (conn as Deno.TcpConn).setKeepAlive(true);
+        } catch { /* not TCP, or already reset */ }
+      }
+      serveConn(svc, conn);
     }
   })();
   return {
     address: "path" in local ? { path: local.path } : { host: local.hostname, port: local.port },
+    failed: failed.then((e) => (stopped ? new Promise<Error>(() => {}) : e)),
     close: () => {
       stopped = true;
       try {

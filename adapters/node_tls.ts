@@ -82,7 +82,12 @@ export function listenNodeTls(
       server.off("error", reject);
       server.on("error", (e) => svc.error(`TLS listener: ${e}`));
       const a = server.address() as { address: string; port: number };
-      resolve({ address: { host: a.address, port: a.port }, close: () => server.close() });
+      // node's server keeps accepting through per-connection errors and reports no death.
+      resolve({
+        address: { host: a.address, port: a.port },
+        failed: new Promise<Error>(() => {}),
+        close: () => server.close(),
+      });
     });
   });
 }

@@ -7,6 +7,11 @@ export type ListenAddress = { host: string; port: number } | { path: string };
 export interface Listening {
   /** The bound address (the real port when 0 was asked for). */
   address: ListenAddress;
+  /**
+   * Settles only if the listener stops accepting by itself (never after close()): the
+   * server cannot take new clients any more and must exit non-zero.
+   */
+  failed: Promise<Error>;
   /** Stop accepting; open connections are closed by Service.close(). */
   close(): void;
 }

@@ -123,14 +123,26 @@ export class Queue {
 
   // ---- producing ------------------------------------------------------------------
 
-  /** Use up a job id without storing a job (a put whose body lacked its CRLF). */
-  burnId(): void {
-    this.#nextId++;
+  /**
+   * Take the next job id. 1.12 takes it when it reads a put line, before the body:
+   * a put that is then abandoned, or whose body lacks its CRLF, still uses its id.
+   */
+  takeId(): number {
+    return this.#nextId++;
   }
 
-  /** Store a new job in the client's used tube. `body` includes its trailing CRLF. */
-  put(c: Client, pri: number, delaySec: number, ttrSec: number, body: Uint8Array): Job | "DRAINING" | "OUT_OF_MEMORY" {
-    const id = this.#nextId++;
+  /**
+   * Store a new job in the client's used tube. `body` includes its trailing CRLF. `id`
+   * is one from takeId() (the connection takes it at the put line), or the next one.
+   */
+  put(
+    c: Client,
+    pri: number,
+    delaySec: number,
+    ttrSec: number,
+    body: Uint8Array,
+    id = this.takeId(),
+  ): Job | "DRAINING" | "OUT_OF_MEMORY" {
     if (this.draining) return "DRAINING";
     const now = this.clock.now();
     const tube = c.use;

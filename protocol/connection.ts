@@ -1,18 +1,22 @@
 // One client connection: parser -> command -> queue -> reply, with back-pressure.
-// Runtime-neutral: every adapter speaks to it through three calls, push(chunk) for bytes,
-// eof() for a half-close and abort() for a dead socket, and gives it a Transport to write
-// to. The parser is the connection's own: nothing outside reads its state.
+// Runtime-neutral: every adapter speaks to it through three calls, push(chunk) for bytes
+// (the chunk may be reused once push() returns), eof() for a half-close and abort() for a
+// dead socket, and gives it a Transport to write to. The parser is the connection's own:
+// nothing outside reads its state.
 //
-// Flow control, both ways: while replies are being written and more than OUT_HIGH bytes
-// wait behind them, or while the client waits in reserve, or while replies wait for the
-// binlog (durable acks), no further commands are processed and `wantsInput` is false,
-// so the adapter stops reading. A client that pipelines and never reads stalls on its
-// own TCP window; server memory per connection stays bounded.
+// Flow control, both ways: while OUT_HIGH bytes of replies or more wait to be written
+// (even within one batch of commands: a read may hold thousands of pipelined peeks),
+// or while the client waits in reserve, or while replies wait for the binlog (durable
+// acks), no further commands are processed and `wantsInput` is false, so the adapter
+// stops reading. A client that pipelines and never reads stalls on its own TCP window,
+// holding at most about OUT_HIGH of replies (bigger job bodies are held by reference,
+// not copied: see reply.ts); server memory per connection stays bounded.
 import { BODY, LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "./parser.ts";
 import { R } from "./reply.ts";
 import { type ConnectionContext, dispatch, putBody, reserved, Session } from "./dispatch.ts";
 import type { Job, WaitEnd } from "../core/model.ts";
 import { assertNever } from "./never.ts";
+import { afterIO } from "./yield.ts";
 
 /** Where a connection's replies go. */
 export interface Transport {
@@ -26,8 +30,8 @@ export interface Transport {
   close(): void;
 }
 
-/** Stop processing commands while this much output waits behind a write in flight. */
-const OUT_HIGH = 256 * 1024;
+/** Stop processing commands while this much output waits to be written. */
+const OUT_HIGH = 64 * 1024;
 /**
  * While a client waits in reserve we keep reading, without processing, so that a
  * half-close is seen and answered TIMED_OUT (1.12 watches for the hangup); but only
@@ -87,7 +91,7 @@ export class Connection {
   }
 
   get #stalled(): boolean {
-    return this.#s.waiting || this.#syncing || (this.#writing && this.#s.out.size >= OUT_HIGH);
+    return this.#s.waiting || this.#syncing || this.#s.out.size >= OUT_HIGH;
   }
 
   /** Bytes from the client: take them in and process what is complete. */
@@ -111,7 +115,13 @@ export class Connection {
 
   // ---- the command loop ------------------------------------------------------------
 
+  /** Process what can be processed; then the parser lets go of the adapter's chunk. */
   #run(): void {
+    this.#process();
+    this.#parser.release();
+  }
+
+  #process(): void {
     if (this.#closed) return;
     const p = this.#parser;
     while (!this.#stalled && !this.#s.quit) {
@@ -181,18 +191,26 @@ export class Connection {
     this.#flush();
   }
 
-  /** Resume processing later in this turn (never re-entering the queue from its callbacks). */
-  #continue(): void {
+  /**
+   * Resume processing later (never re-entering the queue from its callbacks): in this
+   * turn, or with `afterOthers` once the event loop has polled other sockets. The
+   * latter after a batch of replies was written: a client that pipelines a flood
+   * (thousands of peeks) then gets one batch per turn, like every other client,
+   * instead of a chain of microtasks that runs until its socket buffers are full.
+   */
+  #continue(afterOthers = false): void {
     if (this.#continueQueued || this.#closed) return;
     this.#continueQueued = true;
-    queueMicrotask(() => {
+    const go = () => {
       this.#continueQueued = false;
       this.#run();
       if (this.#inputPaused && this.wantsInput) {
         this.#inputPaused = false;
         this.onResume?.();
       }
-    });
+    };
+    if (afterOthers) afterIO(go);
+    else queueMicrotask(go);
   }
 
   /** The queue ended this client's wait (a job, a timeout, DEADLINE_SOON). */
@@ -237,10 +255,10 @@ export class Connection {
         return;
       }
     }
-    this.#s.out.release(pieces);
+    this.#s.out.release();
     if (this.#s.out.size > 0) return this.#flush();
     if (this.#s.quit) return this.#close();
-    if (this.#parser.buffered > 0 || this.#inputPaused) this.#continue();
+    if (this.#parser.buffered > 0 || this.#inputPaused) this.#continue(true);
   }
 
   #close(): void {

@@ -36,6 +36,8 @@ export class Session {
   waiting = false;
   /** The peer half-closed its sending side. */
   eof = false;
+  /** The id the put waiting for its body took when its line was read (as 1.12 does). */
+  putId = 0;
 
   constructor(
     readonly ctx: ConnectionContext,
@@ -75,6 +77,7 @@ export function dispatch(s: Session, buf: Uint8Array, start: number, end: number
       if (cmd.n > q.maxJobSize) return s.parser.skip(cmd.n + 2);
       if (cmd.trailing) return out.bytes(R.BAD_FORMAT);
       q.markProducer(c);
+      s.putId = q.takeId();
       // pri, delay and ttr stay in cmd until the body arrives: no line is parsed before.
       return s.parser.expectBody(cmd.n + 2);
     case OP.PEEK:
@@ -155,11 +158,10 @@ export function putBody(s: Session, body: Uint8Array): void {
   const q = s.queue;
   const n = body.length;
   if (body[n - 2] !== 13 || body[n - 1] !== 10) {
-    // The job object existed in 1.12 by now, so its id is used up.
-    q.burnId();
+    // Its id, taken at the put line, stays used up (as in 1.12).
     return s.out.bytes(R.EXPECTED_CRLF);
   }
-  const r = q.put(s.client, s.cmd.pri, s.cmd.delay, s.cmd.ttr, body);
+  const r = q.put(s.client, s.cmd.pri, s.cmd.delay, s.cmd.ttr, body, s.putId);
   if (r === "DRAINING") {
     s.ctx.error("server error: DRAINING");
     return s.out.bytes(R.DRAINING);

@@ -2,9 +2,13 @@
 // and never touches a socket. Its modes are beanstalkd's connection states: want a
 // command line, discard an over-long line, want a body, swallow an oversized body.
 //
-// Input is copied into one owned buffer by push(); command lines are reported as
-// index ranges into it, so scanning allocates nothing. Bodies are copied once, into
-// their own Uint8Array.
+// push() parses a chunk where it lies (the adapter's read buffer) when nothing is
+// left over from before: command lines are reported as index ranges into `buf`, so
+// scanning copies and allocates nothing. Only bytes left unconsumed when the caller is
+// done with a chunk (a partly read command line, or commands a stalled connection has
+// not processed yet) are copied, by release(), into a buffer of the parser's own,
+// which is dropped again once it is consumed: an idle connection holds no input
+// buffer at all. Bodies are copied once, into their own Uint8Array.
 
 /** Result codes of next(). */
 export const NEED_MORE = 0;
@@ -31,10 +35,11 @@ const MODE_BODY = 2;
 const MODE_SKIP = 3;
 
 const MIN_BUF = 1024;
+const EMPTY = new Uint8Array(0);
 
 export class Parser {
-  /** The input buffer; bytes [r, w) are received and not yet consumed. */
-  buf: Uint8Array;
+  /** The input: a pushed chunk, or the parser's own buffer; bytes [r, w) are received and not yet consumed. */
+  buf: Uint8Array = EMPTY;
   r = 0;
   w = 0;
   lineStart = 0;
@@ -50,11 +55,14 @@ export class Parser {
   #bodyHave = 0;
   #skipLeft = 0;
 
+  /** `buf` is the caller's chunk, not ours: it must be copied before the caller reuses it. */
+  #borrowed = false;
+  readonly #minBuf: number;
   readonly #alloc: (n: number) => Uint8Array;
 
-  /** `alloc` provides body buffers (a shared BodyArena in the server). */
-  constructor(initial = MIN_BUF, alloc: (n: number) => Uint8Array = (n) => new Uint8Array(n)) {
-    this.buf = new Uint8Array(initial);
+  /** `minBuf`: smallest own buffer; `alloc` provides body buffers (a shared BodyArena in the server). */
+  constructor(minBuf = MIN_BUF, alloc: (n: number) => Uint8Array = (n) => new Uint8Array(n)) {
+    this.#minBuf = minBuf;
     this.#alloc = alloc;
   }
 
@@ -63,16 +71,41 @@ export class Parser {
     return this.w - this.r;
   }
 
-  /** Copy received bytes in (the buffer grows only while a line or unprocessed commands need it). */
+  /**
+   * Received bytes. With nothing left over they are parsed in place: the chunk must
+   * stay unchanged until release() (or the next push()). Otherwise they are appended
+   * to the leftover, in the parser's own buffer.
+   */
   push(chunk: Uint8Array): void {
-    if (this.r === this.w) this.r = this.w = this.#scan = 0;
-    if (this.buf.length - this.w < chunk.length) {
-      let size = this.buf.length;
+    if (this.r === this.w) {
+      this.buf = chunk;
+      this.r = this.#scan = 0;
+      this.w = chunk.length;
+      this.#borrowed = true;
+      return;
+    }
+    if (this.#borrowed) this.#relocate(Math.max(this.#minBuf, this.w - this.r + chunk.length));
+    else if (this.buf.length - this.w < chunk.length) {
+      let size = Math.max(this.buf.length, this.#minBuf);
       while (size - (this.w - this.r) < chunk.length) size *= 2;
       this.#relocate(size);
     }
     this.buf.set(chunk, this.w);
     this.w += chunk.length;
+  }
+
+  /**
+   * The caller is done with the last chunk pushed (it may reuse it now): keep what is
+   * left of it in a buffer of our own, and hold no buffer when nothing is left.
+   */
+  release(): void {
+    if (this.r === this.w) {
+      this.buf = EMPTY;
+      this.r = this.w = this.#scan = 0;
+      this.#borrowed = false;
+    } else if (this.#borrowed) {
+      this.#relocate(Math.max(this.#minBuf, this.w - this.r));
+    }
   }
 
   /** After a put line: the next n bytes (body + CRLF) form the body. */
@@ -190,15 +223,17 @@ export class Parser {
     return SKIPPED;
   }
 
+  /** Move the unconsumed bytes to the start of a buffer of ours of `size` bytes. */
   #relocate(size: number): void {
     const len = this.w - this.r;
     const scan = this.#scan - this.r;
-    if (size === this.buf.length) {
+    if (size === this.buf.length && !this.#borrowed) {
       this.buf.copyWithin(0, this.r, this.w);
     } else {
       const nb = new Uint8Array(size);
       nb.set(this.buf.subarray(this.r, this.w));
       this.buf = nb;
+      this.#borrowed = false;
     }
     this.r = 0;
     this.w = len;

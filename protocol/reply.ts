@@ -38,9 +38,19 @@ export const R = {
   CRLF: ascii("\r\n"),
 } as const;
 
-/** Bodies at least this big are queued by reference instead of copied. */
-const BIG = 64 * 1024;
+/**
+ * Bodies at least this big are queued by reference instead of copied: many clients
+ * peeking or reserving one big job must not each hold a copy of it (1.12 sends the
+ * job's own buffer too). Smaller ones are copied, so a batch of replies is one write.
+ */
+const BY_REFERENCE = 16 * 1024;
+/**
+ * The biggest buffer an Output keeps for reuse once its replies are written: enough
+ * for the usual batch, small enough that idle connections hold little.
+ */
+const KEEP = 4 * 1024;
 const MIN_OUT = 256;
+const NONE = new Uint8Array(0);
 
 /**
  * A connection's pending output. Small pieces are copied into a growable buffer;
@@ -49,9 +59,12 @@ const MIN_OUT = 256;
  * asynchronously while the next batch is encoded.
  */
 export class Output {
-  #buf: Uint8Array = new Uint8Array(MIN_OUT);
-  /** Buffers this Output allocated (queued job bodies are not ours to reuse). */
-  #own = new WeakSet<ArrayBufferLike>([this.#buf.buffer]);
+  /** Allocated at the first reply: a connection that never gets one holds no buffer. */
+  #buf: Uint8Array = NONE;
+  /** Our buffers sealed since the last take() (queued job bodies are not ours to reuse). */
+  #sealed: ArrayBufferLike[] = [];
+  /** Our buffers among the pieces the last take() handed out: reusable once they are written. */
+  #taken: ArrayBufferLike[] = [];
   #spare: Uint8Array | null = null;
   #len = 0;
   /** Sealed pieces waiting to go out before #buf. */
@@ -64,7 +77,7 @@ export class Output {
   }
 
   bytes(b: Uint8Array): void {
-    if (b.length >= BIG) {
+    if (b.length >= BY_REFERENCE) {
       this.#seal();
       this.#queue.push(b);
       this.#queued += b.length;
@@ -130,41 +143,44 @@ export class Output {
     const q = this.#queue;
     this.#queue = [];
     this.#queued = 0;
+    const taken = this.#taken;
+    taken.length = 0;
+    this.#taken = this.#sealed;
+    this.#sealed = taken;
     return q;
   }
 
-  /** The pieces from take() have been written: their buffer may be reused. */
-  release(pieces: Uint8Array[]): void {
-    for (const p of pieces) {
-      const b = p.buffer;
-      if (this.#own.has(b) && b !== this.#buf.buffer && b.byteLength <= BIG * 4) {
-        if (!this.#spare || this.#spare.byteLength < b.byteLength) this.#spare = new Uint8Array(b);
+  /**
+   * The pieces from the last take() have been written: one of our buffers among them
+   * (not a big one) is kept for reuse, the others are left to the GC. Buffers sealed
+   * since that take() are still queued, so they are not candidates.
+   */
+  release(): void {
+    for (const b of this.#taken) {
+      if (b.byteLength <= KEEP && b !== this.#buf.buffer && (!this.#spare || this.#spare.byteLength < b.byteLength)) {
+        this.#spare = new Uint8Array(b);
       }
     }
+    this.#taken.length = 0;
   }
 
   #seal(): void {
     if (this.#len === 0) return;
     this.#queue.push(this.#buf.subarray(0, this.#len));
+    this.#sealed.push(this.#buf.buffer);
     this.#queued += this.#len;
     const spare = this.#spare;
     this.#spare = null;
-    this.#buf = spare ?? this.#alloc(Math.max(MIN_OUT, Math.min(this.#buf.length, BIG)));
+    this.#buf = spare ?? NONE;
     this.#len = 0;
   }
 
   #room(n: number): void {
     if (this.#len + n <= this.#buf.length) return;
-    let size = this.#buf.length * 2;
+    let size = Math.max(this.#buf.length * 2, MIN_OUT);
     while (size < this.#len + n) size *= 2;
-    const nb = this.#alloc(size);
+    const nb = new Uint8Array(size);
     nb.set(this.#buf.subarray(0, this.#len));
     this.#buf = nb;
-  }
-
-  #alloc(size: number): Uint8Array {
-    const b = new Uint8Array(size);
-    this.#own.add(b.buffer);
-    return b;
   }
 }

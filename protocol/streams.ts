@@ -7,6 +7,7 @@
 // holds while a read is pending (a reserve answered by another client's put).
 import type { Service } from "./service.ts";
 import type { Connection } from "./connection.ts";
+import { yieldToIO } from "./yield.ts";
 
 /** First read size per connection (small: idle connections should cost little). */
 const MIN_READ = 1024;
@@ -93,10 +94,11 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
         const { value, done } = await plain!.read();
         if (done || !value) break;
         conn.push(value);
+        full = value.length >= MAX_READ;
       }
       // A read that filled the whole buffer means more is queued: let other
       // connections run before taking the next one, so a flood cannot starve them.
-      if (full) await new Promise((r) => setTimeout(r, 0));
+      if (full) await yieldToIO();
     }
     conn.eof();
     await conn.done;

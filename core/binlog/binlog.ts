@@ -7,7 +7,7 @@ import type { JobRecord, JobState, Recovered, Wal } from "../wal.ts";
 import type { Clock } from "../clock.ts";
 import { encodeIdsAt, encodeJobAt, fullRecordSize, IDS_RECORD_SIZE, SHORT_RECORD_SIZE } from "./codec.ts";
 import { jobsInOrder, replay } from "./recover.ts";
-import { Ballast, WRITE_RESERVE } from "./ballast.ts";
+import { Ballast, ballastFor, WRITE_RESERVE } from "./ballast.ts";
 import { GroupCommit } from "./sync.ts";
 import { Segments } from "./segments.ts";
 import { IdMark } from "./ids.ts";
@@ -450,11 +450,13 @@ export class Binlog implements Wal {
 
   #compact(): void {
     this.#compactQueued = false;
+    let rescue = false;
     while (!this.#closed && this.#credit > 0 && this.#wasteful()) {
       const id = this.#segs.oldestLiveId();
       if (id === undefined) break;
       const before = this.#segs.position;
-      if (!this.#migrate(id)) {
+      if (!this.#migrate(id, rescue)) {
+        if (!rescue && (rescue = this.#rescuable(id))) continue;
         this.#credit = 0;
         break;
       }
@@ -466,8 +468,29 @@ export class Binlog implements Wal {
     this.#collect();
   }
 
-  /** Rewrite a live job's full record, with its current state, into the current file. */
-  #migrate(id: number): boolean {
+  /**
+   * On a full disk (the ballast cannot grow back after giving room to a batch),
+   * compaction could never move the last live jobs out of the oldest file, so the
+   * dead files behind them would never go and puts would stay refused after every
+   * delete. Moving them anyway is a net gain when they are a small part of their
+   * file and the ballast holds their bytes beyond what the live jobs' deletes need:
+   * the records draw on the ballast (as a delete does), and once the file is
+   * collected, the space is back and the ballast grows again.
+   */
+  #rescuable(id: number): boolean {
+    const jobs = this.#homes.jobs;
+    const file = jobs.get(id)?.file;
+    if (!file || file === this.#segs.current) return false;
+    let live = 0;
+    for (const other of file.ids) live += jobs.get(other)?.size ?? 0;
+    return live <= file.size / 2 && live + ballastFor(jobs.size) <= this.#ballast.size;
+  }
+
+  /**
+   * Rewrite a live job's full record, with its current state, into the current file.
+   * `rescue`: even when the ballast is short (see #rescuable).
+   */
+  #migrate(id: number, rescue = false): boolean {
     const j = this.#homes.jobs.get(id)!;
     let rec: JobRecord | undefined;
     try {
@@ -481,10 +504,10 @@ export class Binlog implements Wal {
       this.#opts.log(`binlog: job ${id} is in the log but not in the queue; logging its delete`);
       return this.#update({ ...GONE, id }, false);
     }
-    if (!this.#ballast.ensure(this.#homes.jobs.size)) return false;
+    if (!this.#ballast.ensure(this.#homes.jobs.size) && !rescue) return false;
     const order = rec.state !== "buried" ? 0 : j.state === "buried" ? j.buryOrder : this.#buryOrder + 1;
     const size = fullRecordSize(rec);
-    if (!this.#write(size, false, false, (salt, buf, v, at) => encodeJobAt(true, rec, order, salt, buf, v, at))) {
+    if (!this.#write(size, rescue, false, (salt, buf, v, at) => encodeJobAt(true, rec, order, salt, buf, v, at))) {
       return false;
     }
     this.#buryOrder = Math.max(this.#buryOrder, order);

@@ -153,8 +153,8 @@ export class Wire {
   }
 }
 
-/** A Wire once sock emits `ready` ("connect", or "secureConnect" for TLS), or its error or a timeout. */
-export function wireWhen(sock: Socket, ready: string, timeoutMs: number): Promise<Wire> {
+/** sock once it emits `ready` ("connect", or "secureConnect" for TLS), or its error or a timeout. */
+export function socketWhen(sock: Socket, ready: string, timeoutMs: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => {
       sock.destroy();
@@ -167,9 +167,14 @@ export function wireWhen(sock: Socket, ready: string, timeoutMs: number): Promis
     sock.once(ready, () => {
       clearTimeout(t);
       sock.removeAllListeners("error");
-      resolve(new Wire(sock));
+      resolve(sock);
     });
   });
+}
+
+/** A Wire once sock emits `ready` (see socketWhen). */
+export async function wireWhen(sock: Socket, ready: string, timeoutMs: number): Promise<Wire> {
+  return new Wire(await socketWhen(sock, ready, timeoutMs));
 }
 
 /** Open a connection to a server. */
@@ -179,4 +184,9 @@ export function dial(addr: Address, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<Wir
     : connect({ host: addr.host, port: addr.port, allowHalfOpen: true });
   sock.setNoDelay(true);
   return wireWhen(sock, "connect", timeoutMs);
+}
+
+/** A plain node:net socket, connected (for tests that need raw control: pause, reset). */
+export function openSocket(addr: { host: string; port: number }, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<Socket> {
+  return socketWhen(connect({ host: addr.host, port: addr.port }), "connect", timeoutMs);
 }

@@ -152,6 +152,31 @@ describe("Parser framing", () => {
     assert.equal(text(p.buf.subarray(p.lineStart, p.lineEnd)), "list-tubes");
   });
 
+  it("holds no input buffer between commands, and keeps a partial line after the caller reuses its chunk", () => {
+    const p = new Parser(16);
+    const read = new Uint8Array(32); // an adapter's read buffer, reused for every read
+    const fill = (s: string) => {
+      read.set(bytes(s));
+      return read.subarray(0, s.length);
+    };
+    p.push(fill("stats\r\n"));
+    assert.equal(p.next(), LINE);
+    assert.equal(p.next(), NEED_MORE);
+    p.release();
+    assert.equal(p.buf.length, 0, "idle: no buffer held");
+    p.push(fill("use a\r\nlist"));
+    assert.equal(p.next(), LINE);
+    assert.equal(p.next(), NEED_MORE);
+    p.release(); // "list" is copied out of `read`
+    assert.notEqual(p.buf.buffer, read.buffer);
+    p.push(fill("-tubes\r\n"));
+    assert.equal(p.next(), LINE);
+    assert.equal(text(p.buf.subarray(p.lineStart, p.lineEnd)), "list-tubes");
+    assert.equal(p.next(), NEED_MORE);
+    p.release();
+    assert.equal(p.buf.length, 0, "idle again: the leftover buffer is dropped");
+  });
+
   it("discards an over-long line in bounded memory", () => {
     const p = new Parser();
     const chunk = bytes(long(4096));

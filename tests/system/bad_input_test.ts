@@ -14,11 +14,11 @@
 //      node_modules/.bin/bun test --timeout 120000 tests/bad_input_test.ts
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { existsSync, readFileSync } from "node:fs";
 import { RUNTIME, skipUnless } from "../harness/paths.ts";
 import { beanstalkd, binary, bunServer, denoServer, inProcess, type Running, type Target } from "../harness/targets.ts";
-import type { Wire } from "../harness/wire.ts";
+import { openSocket, type Wire } from "../harness/wire.ts";
 import { Conns, eventually, jobReply, list, putId, stats, statsTube, tubeName, waitersOn } from "./wire_suite.ts";
 
 const B = "BAD_FORMAT\r\n";
@@ -53,24 +53,12 @@ function procKb(pid: number, key: "VmRSS" | "VmHWM"): number {
 }
 
 /** A plain socket that does not read until resume() (Wire always reads). */
-function rawClient(addr: { host: string; port: number }): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const s = connect({ host: addr.host, port: addr.port });
-    s.setNoDelay(true);
-    const t = setTimeout(() => {
-      s.destroy();
-      reject(new Error("connect timed out"));
-    }, 5000);
-    s.once("error", (e) => {
-      clearTimeout(t);
-      reject(e);
-    });
-    s.once("connect", () => {
-      clearTimeout(t);
-      s.pause();
-      resolve(s);
-    });
-  });
+async function rawClient(addr: { host: string; port: number }): Promise<Socket> {
+  const s = await openSocket(addr);
+  s.on("error", () => {}); // a reset shows as the replies stopping, which the tests check
+  s.setNoDelay(true);
+  s.pause();
+  return s;
 }
 
 /** Wait until the socket's unsent backlog stops shrinking for `quietMs` (or is gone). Bounded. */

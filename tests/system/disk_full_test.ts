@@ -74,3 +74,51 @@ it("a full disk refuses put with OUT_OF_MEMORY and keeps serving everything else
   a.close();
   b.close();
 });
+
+it(
+  "once deletes free log space on a full disk, puts succeed again without a restart",
+  { timeout: 60_000 },
+  async () => {
+    const addr = { host: "127.0.0.1", port: (server.address as { port: number }).port };
+    const a = await dial(addr);
+    const body = "y".repeat(4000);
+    // A long-lived job in the oldest file: it must be moved forward before the files
+    // behind it can go, on a disk that has no room for the move.
+    const keeper = Number(/^INSERTED (\d+)/.exec(await a.put("keep me"))![1]);
+    // Several log files' worth of jobs, then the disk is full at what they take.
+    const ids: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      const m = /^INSERTED (\d+)\r\n$/.exec(await a.put(body));
+      assert.ok(m, `put ${i}`);
+      ids.push(Number(m[1]));
+    }
+    files.capacity = files.used();
+    let refused = "";
+    for (let i = 0; i < 200 && !refused; i++) {
+      const r = await a.put(body);
+      const m = /^INSERTED (\d+)\r\n$/.exec(r);
+      if (m) ids.push(Number(m[1]));
+      else refused = r;
+    }
+    assert.equal(refused, "OUT_OF_MEMORY\r\n");
+    for (const id of ids) assert.equal(await a.cmd(`delete ${id}`), "DELETED\r\n", `delete ${id}`);
+    // The capacity stays as it was: only the freed log files make room.
+    const deadline = Date.now() + 10_000;
+    let r = "";
+    while (!/^INSERTED/.test(r = await a.put(body)) && Date.now() < deadline) {
+      assert.equal(r, "OUT_OF_MEMORY\r\n");
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    assert.match(
+      r,
+      /^INSERTED \d+\r\n$/,
+      `still refused 10 s after the deletes (${files.used()} of ${files.capacity})`,
+    );
+    // And keeps succeeding: the room is real, not one lucky record.
+    for (let i = 0; i < 20; i++) assert.match(await a.put(body), /^INSERTED \d+\r\n$/, `put ${i} after recovery`);
+    assert.equal(await a.cmd(`peek ${keeper}`), `FOUND ${keeper} 7\r\nkeep me\r\n`);
+    assert.ok(wal.usage().files <= 3, `the old files are gone (${wal.usage().files} left)`);
+    files.capacity = Infinity;
+    a.close();
+  },
+);

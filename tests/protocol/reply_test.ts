@@ -1,0 +1,36 @@
+// Output: replies encoded while an earlier batch is being written must not land in a
+// buffer that is still queued to go out.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { Output } from "../../protocol/reply.ts";
+
+const fill = (c: string, n: number) => new Uint8Array(n).fill(c.charCodeAt(0));
+const text = (pieces: Uint8Array[]) => pieces.map((p) => new TextDecoder().decode(p)).join("");
+
+describe("Output", () => {
+  it("reuses only the buffers of the batch that was written, not ones still queued", () => {
+    const o = new Output();
+    o.bytes(fill("a", 10));
+    o.take(); // batch 1 goes to the socket; its write is in flight
+    o.bytes(fill("b", 300)); // batch 2 is encoded meanwhile: a small piece...
+    o.bytes(fill("x", 20_000)); // ...then a body by reference, which seals the "b" buffer
+    o.release(); // batch 1 written: only its buffer may be reused
+    o.bytes(fill("c", 5));
+    o.bytes(fill("y", 20_000)); // seals "c" and switches to the spare buffer
+    o.bytes(fill("d", 300));
+    const got = text(o.take());
+    assert.equal(got, "b".repeat(300) + "x".repeat(20_000) + "c".repeat(5) + "y".repeat(20_000) + "d".repeat(300));
+  });
+
+  it("bodies of 16 KiB or more are queued by reference, smaller ones copied", () => {
+    const o = new Output();
+    const big = fill("z", 16 * 1024);
+    const small = fill("s", 100);
+    o.bytes(small);
+    o.bytes(big);
+    const pieces = o.take();
+    assert.equal(pieces.length, 2);
+    assert.notEqual(pieces[0]!.buffer, small.buffer);
+    assert.equal(pieces[1], big);
+  });
+});
