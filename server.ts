@@ -5,10 +5,10 @@
 //   bun run server.ts -p 11300
 import process from "node:process";
 import { existsSync, lstatSync, mkdirSync, readFileSync, unlinkSync } from "node:fs";
-import { type Config, parseConfig, USAGE } from "./core/config.ts";
+import { type Config, HTTP_TOKEN_ENV, parseConfig, USAGE } from "./core/config.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { VERSION } from "./core/version.ts";
-import { listen, type ListenAddress, runtimeLabel, type TlsMaterial } from "./adapters/listen.ts";
+import { formatAddress, listen, listenFailure, runtimeLabel, type TlsMaterial } from "./adapters/listen.ts";
 import { loadTls } from "./adapters/tls_files.ts";
 import { WalOpenError } from "./core/binlog/binlog.ts";
 import { type Opened, openService } from "./adapters/open.ts";
@@ -35,24 +35,6 @@ function prepareUnixPath(path: string, log: Logger, fail: Fail): void {
   unlinkSync(path);
 }
 
-/** Bun's listen errors say only "Failed to listen at HOST"; the cause is in their code. */
-const ERRNO_WORDS: Record<string, string> = {
-  EADDRINUSE: "address already in use",
-  EADDRNOTAVAIL: "address not available on this host",
-  EACCES: "permission denied",
-};
-
-function causeOf(e: unknown): string {
-  const message = e instanceof Error ? e.message : String(e);
-  const code = (e as { code?: unknown })?.code;
-  if (typeof code !== "string" || message.includes(code)) return message;
-  return `${message} (${code}${ERRNO_WORDS[code] ? `: ${ERRNO_WORDS[code]}` : ""})`;
-}
-
-function hostPort(a: ListenAddress): string {
-  return "path" in a ? `unix:${a.path}` : `${a.host.includes(":") ? `[${a.host}]` : a.host}:${a.port}`;
-}
-
 /** -u USER: the user's uid and primary gid, then setgid + setuid, as 1.12 does (exit 32/33/34 on failure). */
 function becomeUser(user: string, fail: Fail): void {
   const p = process as unknown as { setuid?: (id: number) => void; setgid?: (id: number) => void };
@@ -73,6 +55,18 @@ function becomeUser(user: string, fail: Fail): void {
     p.setuid(uid);
   } catch (e) {
     fail(`setuid(${uid}): ${e}`, 34);
+  }
+}
+
+/**
+ * An environment variable, or undefined when Deno runs without --allow-env (it cannot
+ * then see a socket systemd passes; README says so: socket activation needs --allow-env).
+ */
+function envVar(name: string): string | undefined {
+  try {
+    return process.env[name];
+  } catch {
+    return undefined;
   }
 }
 
@@ -112,7 +106,8 @@ function exportCommand(args: string[]): never {
 
 async function main(args: string[]): Promise<void> {
   if (args[0] === "export-binlog") exportCommand(args.slice(1));
-  const parsed = parseConfig(args, process.env);
+  const env = Object.fromEntries([HTTP_TOKEN_ENV, "LISTEN_FDS", "LISTEN_PID"].map((name) => [name, envVar(name)]));
+  const parsed = parseConfig(args, env, process.pid);
   switch (parsed.kind) {
     case "help":
       process.stderr.write(USAGE);
@@ -187,13 +182,13 @@ async function main(args: string[]): Promise<void> {
   try {
     listening = await listen(svc, config.listen, { tls: tlsBeside ? undefined : tls });
   } catch (e) {
-    fail(`cannot listen on ${hostPort(config.listen)}: ${causeOf(e)}`, 111);
+    fail(`cannot listen on ${(e as Error).message ?? e}`, 111);
   }
   if (tlsBeside) {
     try {
       tlsListening = await listen(svc, tlsBeside, { tls });
     } catch (e) {
-      fail(`cannot listen for TLS on ${hostPort(tlsBeside)}: ${causeOf(e)}`, 111);
+      fail(`cannot listen for TLS on ${(e as Error).message ?? e}`, 111);
     }
   }
   if (config.http) {
@@ -201,18 +196,18 @@ async function main(args: string[]): Promise<void> {
     try {
       http = await serveHttp(httpHandler(svc, { token: config.httpToken, version: VERSION }), config.http);
     } catch (e) {
-      fail(`cannot listen on --http ${hostPort(config.http)}: ${causeOf(e)}`, 111);
+      fail(`cannot listen on --http ${await listenFailure(config.http, e)}`, 111);
     }
   }
   if (config.verbose > 0) {
     const plain = tls && !tlsBeside ? undefined : listening.address;
     const secure = tlsListening?.address ?? (tls ? listening.address : undefined);
     log.info("listening", {
-      plain: plain ? hostPort(plain) : "off",
-      tls: secure ? hostPort(secure) : "off",
+      plain: plain ? formatAddress(plain) : "off",
+      tls: secure ? formatAddress(secure) : "off",
       "client-certs": tls?.ca !== undefined ? "required" : undefined,
       // only with --http, so the line stays as it was without it
-      http: http ? hostPort(http.address) : undefined,
+      http: http ? formatAddress(http.address) : undefined,
       "http-actions": http ? (config.httpToken ? "token" : "off") : undefined,
       runtime: runtimeLabel(),
       binlog: config.binlogDir ?? "off",

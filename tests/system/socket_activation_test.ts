@@ -1,0 +1,134 @@
+// systemd socket activation, as Debian's beanstalkd.socket uses it: the listening socket
+// arrives as fd 3 with LISTEN_FDS/LISTEN_PID, and the server serves it instead of
+// binding -l/-p (warning about them, as 1.12 does). Run through systemd-socket-activate
+// (Debian's systemd package) against this runtime's server, the compiled binary (under
+// bun test) and the real beanstalkd 1.12, on 127.0.0.1 and a free port, and on a UNIX path.
+import { after, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BUN, DENO, ROOT, RUNTIME, skipUnless, which } from "../harness/paths.ts";
+import { BEANSTALKD, buildBinary, freePort, stopChild } from "../harness/targets.ts";
+import { type Address, dial } from "../harness/wire.ts";
+
+const ACTIVATE = which("systemd-socket-activate") ?? which("/usr/bin/systemd-socket-activate");
+const skip = skipUnless(ACTIVATE !== undefined, "systemd-socket-activate is not installed (apt-get install systemd)");
+
+const SERVER = RUNTIME === "bun"
+  ? [BUN, "run", join(ROOT, "server.ts")]
+  : [DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")];
+
+const dir = mkdtempSync(join(tmpdir(), "tubeway-activate-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Activated {
+  child: ChildProcess;
+  output(): string;
+}
+
+/** Start argv behind systemd-socket-activate listening on `listen` (host:port or a path). */
+function activate(listen: string, argv: string[]): Activated {
+  const child = spawn(ACTIVATE!, ["-l", listen, ...argv], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  let log = "";
+  child.stdout!.on("data", (d: Buffer) => (log += d));
+  child.stderr!.on("data", (d: Buffer) => (log += d));
+  return { child, output: () => log };
+}
+
+/**
+ * Dial until connected: systemd-socket-activate listens at once and starts the server on
+ * the first connection, which then waits in the socket's backlog until the server accepts.
+ */
+async function dialActivated(addr: Address) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      return await dial(addr, 20_000);
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+/** The same conversation with every server: one put, its stats, a second client. */
+async function converse(addr: Address): Promise<string[]> {
+  const a = await dialActivated(addr);
+  const replies = [await a.put("activated"), await a.cmd("list-tube-used")];
+  const b = await dial(addr);
+  replies.push(await b.cmd("peek-ready"));
+  a.close();
+  b.close();
+  return replies;
+}
+
+const EXPECTED = ["INSERTED 1\r\n", "USING default\r\n", "FOUND 1 9\r\nactivated\r\n"];
+
+/** The servers to activate: this runtime's, the compiled binary (once, under bun test), beanstalkd. */
+const servers: [string, () => Promise<string[]>][] = [
+  [`${RUNTIME} server.ts`, () => Promise.resolve(SERVER)],
+  ...(RUNTIME === "bun"
+    ? [["compiled binary", async () => [await buildBinary()]] as [string, () => Promise<string[]>]]
+    : []),
+];
+
+describe(`socket activation (${RUNTIME})`, { skip }, () => {
+  for (const [name, argv] of servers) {
+    it(`${name} serves the inherited TCP socket and ignores -l/-p as 1.12 does`, { timeout: 120_000 }, async () => {
+      const port = await freePort();
+      const s = activate(`127.0.0.1:${port}`, [...await argv(), "-V", "-l", "127.0.0.1", "-p", "1"]);
+      try {
+        assert.deepEqual(await converse({ host: "127.0.0.1", port }), EXPECTED);
+        assert.match(s.output(), /WARN +inherited listen fd; ignoring option: -l 127\.0\.0\.1$/m);
+        assert.match(s.output(), /WARN +inherited listen fd; ignoring option: -p 1$/m);
+      } finally {
+        await stopChild(s.child);
+      }
+    });
+
+    it(`${name} serves an inherited UNIX socket`, { timeout: 120_000 }, async () => {
+      const path = join(dir, `${name.replace(/\W/g, "_")}.sock`);
+      const s = activate(path, await argv());
+      try {
+        assert.deepEqual(await converse({ path }), EXPECTED);
+      } finally {
+        await stopChild(s.child);
+      }
+    });
+  }
+
+  it("beanstalkd 1.12 answers the same and warns the same way", {
+    skip: skipUnless(BEANSTALKD !== undefined, "beanstalkd is not installed"),
+    timeout: 60_000,
+  }, async () => {
+    const port = await freePort();
+    const s = activate(`127.0.0.1:${port}`, [BEANSTALKD!, "-l", "127.0.0.1", "-p", "1"]);
+    try {
+      assert.deepEqual(await converse({ host: "127.0.0.1", port }), EXPECTED);
+      assert.match(s.output(), /: inherited listen fd; ignoring option: -l 127\.0\.0\.1$/m);
+    } finally {
+      await stopChild(s.child);
+    }
+  });
+
+  it(`an inherited fd that is not a socket: exit 111 with the reason, as 1.12 exits 111`, {
+    timeout: 60_000,
+  }, async () => {
+    // -l/-p too, so that a server that wrongly ignored the variables would bind loopback only.
+    const flags = ["-l", "127.0.0.1", "-p", String(await freePort())];
+    for (const argv of [SERVER, ...(BEANSTALKD ? [[BEANSTALKD]] : [])]) {
+      // LISTEN_PID must be the server's own pid: set it in the shell that execs the server.
+      const child = spawn("sh", ["-c", 'LISTEN_FDS=1 LISTEN_PID=$$ exec "$@" 3</dev/null', "sh", ...argv, ...flags], {
+        cwd: ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let err = "";
+      child.stderr!.on("data", (d: Buffer) => (err += d));
+      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+      assert.equal(code, 111, `${argv[0]}: ${err}`);
+      assert.match(err, /inherited fd (3 )?is not a TCP or UNIX listening socket/);
+    }
+  });
+});
