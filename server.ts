@@ -172,7 +172,11 @@ async function main(args: string[]): Promise<void> {
   };
   onSignal("SIGTERM", () => stop("SIGTERM"));
   onSignal("SIGINT", () => stop("SIGINT"));
+  const closeInspector = "Deno" in globalThis
+    ? (await import("./adapters/deno_inspector.ts")).keepInspectorShut()
+    : () => {};
   onSignal("SIGUSR1", () => {
+    closeInspector();
     if (config.verbose > 0) log.info("SIGUSR1: entering drain mode");
     svc.drain();
   });
