@@ -1,0 +1,121 @@
+// The shipped systemd units (packaging/systemd/): systemd-analyze accepts them, and the
+// service's command line, with its /etc/default file, runs the compiled binary behind
+// the socket unit's socket (systemd-socket-activate stands in for systemd, on a free
+// 127.0.0.1 port and a temporary state directory), keeping jobs across a restart.
+// Runs under bun test, which builds the binary anyway.
+import { after, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ROOT, RUNTIME, skipUnless, which } from "../harness/paths.ts";
+import { buildBinary, freePort, stopChild } from "../harness/targets.ts";
+import { dial } from "../harness/wire.ts";
+
+const UNITS = join(ROOT, "packaging", "systemd");
+const ANALYZE = which("systemd-analyze");
+const ACTIVATE = which("systemd-socket-activate");
+
+/** The value of `key=` in a unit file (the last one, as systemd takes it). */
+function setting(text: string, key: string): string {
+  const values = text.split("\n").filter((l) => l.startsWith(`${key}=`)).map((l) => l.slice(key.length + 1));
+  assert.ok(values.length > 0, `no ${key}=`);
+  return values.at(-1)!;
+}
+
+/** VAR=value lines of an EnvironmentFile (quotes removed). */
+function environment(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of text.split("\n")) {
+    const m = /^([A-Z_]+)=(.*)$/.exec(line.trim());
+    if (m) env[m[1]!] = m[2]!.replace(/^"(.*)"$/, "$1");
+  }
+  return env;
+}
+
+/** systemd's ExecStart expansion: ${VAR} is one word, $VAR splits at whitespace. */
+function expand(command: string, env: Record<string, string>): string[] {
+  return command.split(/\s+/).flatMap((word) => {
+    const braced = /^\$\{(\w+)\}$/.exec(word);
+    if (braced) return [env[braced[1]!] ?? ""];
+    const bare = /^\$(\w+)$/.exec(word);
+    if (bare) return (env[bare[1]!] ?? "").split(/\s+/).filter((w) => w !== "");
+    return [word];
+  });
+}
+
+if (RUNTIME === "bun") {
+  describe("packaging/systemd units", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tubeway-units-"));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const service = readFileSync(join(UNITS, "tubeway.service"), "utf8");
+    const socket = readFileSync(join(UNITS, "tubeway.socket"), "utf8");
+    const defaults = environment(readFileSync(join(UNITS, "tubeway.default"), "utf8"));
+
+    it("systemd-analyze verify accepts tubeway.service and tubeway.socket", {
+      skip: skipUnless(ANALYZE !== undefined, "systemd-analyze is not installed (apt-get install systemd)"),
+      timeout: 120_000,
+    }, async () => {
+      const bin = await buildBinary();
+      // verify checks that ExecStart's program exists: point it at the built binary.
+      writeFileSync(join(dir, "tubeway.service"), service.replaceAll("/usr/local/bin/tubeway", bin));
+      copyFileSync(join(UNITS, "tubeway.socket"), join(dir, "tubeway.socket"));
+      const r = spawnSync(ANALYZE!, ["verify", join(dir, "tubeway.socket"), join(dir, "tubeway.service")], {
+        encoding: "utf8",
+        timeout: 60_000,
+      });
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+    });
+
+    it("the service's command line serves the socket unit's socket and keeps jobs across a restart", {
+      skip: skipUnless(ACTIVATE !== undefined, "systemd-socket-activate is not installed (apt-get install systemd)"),
+      timeout: 120_000,
+    }, async () => {
+      assert.equal(setting(socket, "ListenStream"), "127.0.0.1:11300", "beanstalkd.socket's address");
+      const state = join(dir, "state");
+      const argv = expand(setting(service, "ExecStart"), defaults)
+        .map((w) => w === "/usr/local/bin/tubeway" ? "BIN" : w === "/var/lib/tubeway" ? state : w);
+      assert.deepEqual(argv, ["BIN", "-l", "127.0.0.1", "-p", "11300", "-b", state]);
+      mkdirSync(state);
+      const bin = await buildBinary();
+      const port = await freePort();
+      const run = () => {
+        const child = spawn(ACTIVATE!, ["-l", `127.0.0.1:${port}`, bin, ...argv.slice(1)], {
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let log = "";
+        child.stderr!.on("data", (d: Buffer) => (log += d));
+        return { child, log: () => log };
+      };
+      const connect = async () => {
+        const deadline = Date.now() + 20_000;
+        for (;;) {
+          try {
+            return await dial({ host: "127.0.0.1", port }, 20_000);
+          } catch (e) {
+            if (Date.now() > deadline) throw e;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        }
+      };
+      const first = run();
+      try {
+        const w = await connect();
+        assert.equal(await w.put("kept"), "INSERTED 1\r\n");
+        w.close();
+        assert.match(first.log(), /inherited listen fd; ignoring option: -p 11300/);
+      } finally {
+        await stopChild(first.child);
+      }
+      const second = run();
+      try {
+        const w = await connect();
+        assert.equal(await w.cmd("peek-ready"), "FOUND 1 4\r\nkept\r\n");
+        w.close();
+      } finally {
+        await stopChild(second.child);
+      }
+    });
+  });
+}
