@@ -113,6 +113,23 @@ describe(`socket activation (${RUNTIME})`, { skip }, () => {
     }
   });
 
+  it("a connected socket (Accept=yes) is refused with exit 111, as 1.12 refuses it", { timeout: 60_000 }, async () => {
+    for (const argv of [SERVER, ...(BEANSTALKD ? [[BEANSTALKD]] : [])]) {
+      const port = await freePort();
+      const s = activate(`127.0.0.1:${port}`, ["--accept", ...argv]);
+      try {
+        const w = await dialActivated({ host: "127.0.0.1", port });
+        await w.closed();
+        const deadline = Date.now() + 20_000;
+        while (!/died with code/.test(s.output()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        assert.match(s.output(), /died with code 111/, s.output());
+        if (argv === SERVER) assert.match(s.output(), /^tubeway: cannot listen on inherited fd 3: Invalid argument$/m);
+      } finally {
+        await stopChild(s.child);
+      }
+    }
+  });
+
   it(`an inherited fd that is not a socket: exit 111 with the reason, as 1.12 exits 111`, {
     timeout: 60_000,
   }, async () => {
