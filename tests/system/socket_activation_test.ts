@@ -5,16 +5,16 @@
 // bun test) and the real beanstalkd 1.12, on 127.0.0.1 and a free port, and on a UNIX path.
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME, skipUnless, which } from "../harness/paths.ts";
+import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
+import { ACTIVATE, activate, dialActivated, NO_ACTIVATE } from "../harness/activation.ts";
 import { BEANSTALKD, buildBinary, freePort, stopChild } from "../harness/targets.ts";
 import { type Address, dial } from "../harness/wire.ts";
 
-const ACTIVATE = which("systemd-socket-activate") ?? which("/usr/bin/systemd-socket-activate");
-const skip = skipUnless(ACTIVATE !== undefined, "systemd-socket-activate is not installed (apt-get install systemd)");
+const skip = skipUnless(ACTIVATE !== undefined, NO_ACTIVATE);
 
 const SERVER = RUNTIME === "bun"
   ? [BUN, "run", join(ROOT, "server.ts")]
@@ -22,36 +22,6 @@ const SERVER = RUNTIME === "bun"
 
 const dir = mkdtempSync(join(tmpdir(), "tubeway-activate-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-interface Activated {
-  child: ChildProcess;
-  output(): string;
-}
-
-/** Start argv behind systemd-socket-activate listening on `listen` (host:port or a path). */
-function activate(listen: string, argv: string[]): Activated {
-  const child = spawn(ACTIVATE!, ["-l", listen, ...argv], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-  let log = "";
-  child.stdout!.on("data", (d: Buffer) => (log += d));
-  child.stderr!.on("data", (d: Buffer) => (log += d));
-  return { child, output: () => log };
-}
-
-/**
- * Dial until connected: systemd-socket-activate listens at once and starts the server on
- * the first connection, which then waits in the socket's backlog until the server accepts.
- */
-async function dialActivated(addr: Address) {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      return await dial(addr, 20_000);
-    } catch (e) {
-      if (Date.now() > deadline) throw e;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}
 
 /** The same conversation with every server: one put, its stats, a second client. */
 async function converse(addr: Address): Promise<string[]> {
@@ -116,7 +86,7 @@ describe(`socket activation (${RUNTIME})`, { skip }, () => {
   it("a connected socket (Accept=yes) is refused with exit 111, as 1.12 refuses it", { timeout: 60_000 }, async () => {
     for (const argv of [SERVER, ...(BEANSTALKD ? [[BEANSTALKD]] : [])]) {
       const port = await freePort();
-      const s = activate(`127.0.0.1:${port}`, ["--accept", ...argv]);
+      const s = activate(`127.0.0.1:${port}`, argv, ["--accept"]);
       try {
         const w = await dialActivated({ host: "127.0.0.1", port });
         await w.closed();

@@ -5,17 +5,16 @@
 // Runs under bun test, which builds the binary anyway.
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT, RUNTIME, skipUnless, which } from "../harness/paths.ts";
 import { buildBinary, freePort, stopChild } from "../harness/targets.ts";
-import { dial } from "../harness/wire.ts";
+import { ACTIVATE, activate, dialActivated, NO_ACTIVATE } from "../harness/activation.ts";
 
 const UNITS = join(ROOT, "packaging", "systemd");
 const ANALYZE = which("systemd-analyze");
-const ACTIVATE = which("systemd-socket-activate");
 
 /** The value of `key=` in a unit file (the last one, as systemd takes it). */
 function setting(text: string, key: string): string {
@@ -69,7 +68,7 @@ if (RUNTIME === "bun") {
     });
 
     it("the service's command line serves the socket unit's socket and keeps jobs across a restart", {
-      skip: skipUnless(ACTIVATE !== undefined, "systemd-socket-activate is not installed (apt-get install systemd)"),
+      skip: skipUnless(ACTIVATE !== undefined, NO_ACTIVATE),
       timeout: 120_000,
     }, async () => {
       assert.equal(setting(socket, "ListenStream"), "127.0.0.1:11300", "beanstalkd.socket's address");
@@ -80,31 +79,14 @@ if (RUNTIME === "bun") {
       mkdirSync(state);
       const bin = await buildBinary();
       const port = await freePort();
-      const run = () => {
-        const child = spawn(ACTIVATE!, ["-l", `127.0.0.1:${port}`, bin, ...argv.slice(1)], {
-          stdio: ["ignore", "pipe", "pipe"],
-        });
-        let log = "";
-        child.stderr!.on("data", (d: Buffer) => (log += d));
-        return { child, log: () => log };
-      };
-      const connect = async () => {
-        const deadline = Date.now() + 20_000;
-        for (;;) {
-          try {
-            return await dial({ host: "127.0.0.1", port }, 20_000);
-          } catch (e) {
-            if (Date.now() > deadline) throw e;
-            await new Promise((r) => setTimeout(r, 50));
-          }
-        }
-      };
+      const run = () => activate(`127.0.0.1:${port}`, [bin, ...argv.slice(1)]);
+      const connect = () => dialActivated({ host: "127.0.0.1", port });
       const first = run();
       try {
         const w = await connect();
         assert.equal(await w.put("kept"), "INSERTED 1\r\n");
         w.close();
-        assert.match(first.log(), /inherited listen fd; ignoring option: -p 11300/);
+        assert.match(first.output(), /inherited listen fd; ignoring option: -p 11300/);
       } finally {
         await stopChild(first.child);
       }
