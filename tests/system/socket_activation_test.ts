@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { ACTIVATE, activate, dialActivated, NO_ACTIVATE } from "../harness/activation.ts";
-import { BEANSTALKD, buildBinary, freePort, stopChild } from "../harness/targets.ts";
+import { BEANSTALKD, buildBinary, freePort, startProcess, stopChild } from "../harness/targets.ts";
 import { type Address, dial } from "../harness/wire.ts";
 
 const skip = skipUnless(ACTIVATE !== undefined, NO_ACTIVATE);
@@ -82,6 +82,32 @@ describe(`socket activation (${RUNTIME})`, { skip }, () => {
       await stopChild(s.child);
     }
   });
+
+  if (RUNTIME === "deno") {
+    it(
+      "deno run without --allow-env cannot see LISTEN_FDS and still starts on -l/-p",
+      { timeout: 60_000 },
+      async () => {
+        const s = await startProcess([
+          DENO,
+          "run",
+          "--no-prompt",
+          "--allow-net",
+          "--allow-read",
+          "--allow-write",
+          "--allow-sys",
+          join(ROOT, "server.ts"),
+        ]);
+        try {
+          const w = await dial(s.addr);
+          assert.equal(await w.cmd("list-tube-used"), "USING default\r\n");
+          w.close();
+        } finally {
+          await s.stop();
+        }
+      },
+    );
+  }
 
   it("a connected socket (Accept=yes) is refused with exit 111, as 1.12 refuses it", { timeout: 60_000 }, async () => {
     for (const argv of [SERVER, ...(BEANSTALKD ? [[BEANSTALKD]] : [])]) {
