@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { DENO, ROOT, RUNTIME } from "../harness/paths.ts";
 import { activatedTarget } from "../harness/activation.ts";
-import { wireSuite } from "../wire_suite.ts";
+import { wireSuite } from "./wire_suite.ts";
 
 if (RUNTIME === "deno") {
   wireSuite(
