@@ -24,20 +24,25 @@ export function activate(listen: string, argv: string[], options: string[] = [])
   return { child, output: () => log };
 }
 
-/**
- * Dial until connected. The connection that starts the server waits in the socket's
- * backlog until the server accepts it, so replies may take a server start to come.
- */
-export async function dialActivated(addr: Address): Promise<Wire> {
+/** Retry `connect` until it succeeds (bounded): systemd-socket-activate listens a moment after its start. */
+export async function soon<T>(connect: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     try {
-      return await dial(addr, 20_000);
+      return await connect();
     } catch (e) {
       if (Date.now() > deadline) throw e;
       await new Promise((r) => setTimeout(r, 50));
     }
   }
+}
+
+/**
+ * Dial until connected. The connection that starts the server waits in the socket's
+ * backlog until the server accepts it, so replies may take a server start to come.
+ */
+export function dialActivated(addr: Address): Promise<Wire> {
+  return soon(() => dial(addr, 20_000));
 }
 
 /** A Target whose server is socket-activated on 127.0.0.1 and a free port. */

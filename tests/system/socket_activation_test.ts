@@ -10,9 +10,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
-import { ACTIVATE, activate, dialActivated, NO_ACTIVATE } from "../harness/activation.ts";
+import { ACTIVATE, activate, dialActivated, NO_ACTIVATE, soon } from "../harness/activation.ts";
 import { BEANSTALKD, buildBinary, freePort, startProcess, stopChild } from "../harness/targets.ts";
 import { type Address, dial } from "../harness/wire.ts";
+import { dialTls, makeCerts, OPENSSL, refused, tlsFlags } from "../harness/tls.ts";
 
 const skip = skipUnless(ACTIVATE !== undefined, NO_ACTIVATE);
 
@@ -55,6 +56,27 @@ describe(`socket activation (${RUNTIME})`, { skip }, () => {
         assert.match(s.output(), /WARN +inherited listen fd; ignoring option: -p 1$/m);
       } finally {
         await stopChild(s.child);
+      }
+    });
+
+    it(`${name} speaks TLS (mTLS here) on the inherited socket with --tls-cert`, {
+      skip: skipUnless(OPENSSL !== undefined, "openssl is not installed"),
+      timeout: 120_000,
+    }, async () => {
+      const c = makeCerts();
+      const port = await freePort();
+      const addr = { host: "127.0.0.1", port };
+      const s = activate(`127.0.0.1:${port}`, [...await argv(), ...tlsFlags(c, { mtls: true })]);
+      try {
+        const w = await soon(() =>
+          dialTls(addr, { ca: c.ca, cert: c.clientCert, key: c.clientKey, timeoutMs: 20_000 })
+        );
+        assert.equal(await w.put("over tls"), "INSERTED 1\r\n");
+        w.close();
+        assert.ok(await refused(addr, { ca: c.ca }), "a client without a certificate is refused");
+      } finally {
+        await stopChild(s.child);
+        rmSync(c.dir, { recursive: true, force: true });
       }
     });
 
@@ -119,7 +141,9 @@ describe(`socket activation (${RUNTIME})`, { skip }, () => {
         const deadline = Date.now() + 20_000;
         while (!/died with code/.test(s.output()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
         assert.match(s.output(), /died with code 111/, s.output());
-        if (argv === SERVER) assert.match(s.output(), /^tubeway: cannot listen on inherited fd 3: Invalid argument$/m);
+        if (argv === SERVER) {
+          assert.match(s.output(), /ERROR cannot listen on inherited fd 3: Invalid argument exit=111$/m);
+        }
       } finally {
         await stopChild(s.child);
       }
