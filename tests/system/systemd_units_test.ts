@@ -10,7 +10,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT, RUNTIME, skipUnless, which } from "../harness/paths.ts";
-import { buildBinary, freePort, stopChild } from "../harness/targets.ts";
+import { BEANSTALKD, buildBinary, freePort, startProcess, stopChild } from "../harness/targets.ts";
+import { dial } from "../harness/wire.ts";
 import { ACTIVATE, activate, dialActivated, NO_ACTIVATE } from "../harness/activation.ts";
 
 const UNITS = join(ROOT, "packaging", "systemd");
@@ -52,7 +53,7 @@ if (RUNTIME === "bun") {
     const socket = readFileSync(join(UNITS, "tubeway.socket"), "utf8");
     const defaults = environment(readFileSync(join(UNITS, "tubeway.default"), "utf8"));
 
-    it("systemd-analyze verify accepts tubeway.service and tubeway.socket", {
+    it("systemd-analyze verify accepts tubeway.service, tubeway.socket and the beanstalkd-data drop-in", {
       skip: skipUnless(ANALYZE !== undefined, "systemd-analyze is not installed (apt-get install systemd)"),
       timeout: 120_000,
     }, async () => {
@@ -60,11 +61,42 @@ if (RUNTIME === "bun") {
       // verify checks that ExecStart's program exists: point it at the built binary.
       writeFileSync(join(dir, "tubeway.service"), service.replaceAll("/usr/local/bin/tubeway", bin));
       copyFileSync(join(UNITS, "tubeway.socket"), join(dir, "tubeway.socket"));
+      mkdirSync(join(dir, "tubeway.service.d"));
+      copyFileSync(join(UNITS, "beanstalkd-data.conf"), join(dir, "tubeway.service.d", "beanstalkd-data.conf"));
+      // The unit directory on the search path, so that verify reads the drop-in too; an
+      // unknown or misspelt setting is only a warning to it, so stderr must be empty.
       const r = spawnSync(ANALYZE!, ["verify", join(dir, "tubeway.socket"), join(dir, "tubeway.service")], {
         encoding: "utf8",
         timeout: 60_000,
+        env: { ...process.env, SYSTEMD_UNIT_PATH: `${dir}:` },
       });
       assert.equal(r.status, 0, r.stdout + r.stderr);
+      assert.equal(r.stderr, "", r.stderr);
+    });
+
+    it('with TUBEWAY_EXTRA="-b /var/lib/beanstalkd" the service takes over beanstalkd 1.12\'s jobs', {
+      skip: skipUnless(ACTIVATE !== undefined && BEANSTALKD !== undefined, `${NO_ACTIVATE}, and beanstalkd`),
+      timeout: 120_000,
+    }, async () => {
+      const data = join(dir, "beanstalkd-data");
+      mkdirSync(data);
+      const b = await startProcess([BEANSTALKD!], ["-b", data]);
+      const w = await dial(b.addr);
+      assert.equal(await w.cmd("use mail"), "USING mail\r\n");
+      assert.equal(await w.put("from beanstalkd"), "INSERTED 1\r\n");
+      w.close();
+      await b.stop();
+      const argv = expand(setting(service, "ExecStart"), { ...defaults, TUBEWAY_EXTRA: `-b ${data}` });
+      const port = await freePort();
+      const s = activate(`127.0.0.1:${port}`, [await buildBinary(), ...argv.slice(1)]);
+      try {
+        const t = await dialActivated({ host: "127.0.0.1", port });
+        assert.equal(await t.cmd("peek 1"), "FOUND 1 15\r\nfrom beanstalkd\r\n");
+        assert.match(await t.cmd("stats-job 1"), /\ntube: mail\n/);
+        t.close();
+      } finally {
+        await stopChild(s.child);
+      }
     });
 
     it("the service's command line serves the socket unit's socket and keeps jobs across a restart", {
