@@ -5,10 +5,10 @@
 //   bun run server.ts -p 11300
 import process from "node:process";
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync } from "node:fs";
-import { type Config, parseConfig, USAGE } from "./core/config.ts";
+import { type Config, HTTP_TOKEN_ENV, parseConfig, USAGE } from "./core/config.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { VERSION } from "./core/version.ts";
-import { listen, type ListenAddress, runtimeLabel, type TlsMaterial } from "./adapters/listen.ts";
+import { formatAddress, listen, listenFailure, runtimeLabel, type TlsMaterial } from "./adapters/listen.ts";
 import { loadTls } from "./adapters/tls_files.ts";
 import { WalOpenError } from "./core/binlog/binlog.ts";
 import { type Opened, openService } from "./adapters/open.ts";
@@ -33,24 +33,6 @@ function prepareUnixPath(path: string, log: Logger, fail: Fail): void {
   if (!lstatSync(path).isSocket()) fail("another file already exists in the given path", 111);
   log.warn("removing existing local socket to replace it", { path });
   unlinkSync(path);
-}
-
-/** Bun's listen errors say only "Failed to listen at HOST"; the cause is in their code. */
-const ERRNO_WORDS: Record<string, string> = {
-  EADDRINUSE: "address already in use",
-  EADDRNOTAVAIL: "address not available on this host",
-  EACCES: "permission denied",
-};
-
-function causeOf(e: unknown): string {
-  const message = e instanceof Error ? e.message : String(e);
-  const code = (e as { code?: unknown })?.code;
-  if (typeof code !== "string" || message.includes(code)) return message;
-  return `${message} (${code}${ERRNO_WORDS[code] ? `: ${ERRNO_WORDS[code]}` : ""})`;
-}
-
-function hostPort(a: ListenAddress): string {
-  return "path" in a ? `unix:${a.path}` : `${a.host.includes(":") ? `[${a.host}]` : a.host}:${a.port}`;
 }
 
 /** -u USER: the user's uid and primary gid, then setgid + setuid, as 1.12 does (exit 32/33/34 on failure). */
@@ -92,6 +74,18 @@ function checkWritable(dir: string, user: string, fail: Fail): void {
   }
 }
 
+/**
+ * An environment variable, or undefined when Deno runs without --allow-env (it cannot
+ * then see a socket systemd passes; README says so: socket activation needs --allow-env).
+ */
+function envVar(name: string): string | undefined {
+  try {
+    return process.env[name];
+  } catch {
+    return undefined;
+  }
+}
+
 /** Deno ignores process.on() for SIGUSR1 (the process dies of it), so use its own API there. */
 function onSignal(signal: "SIGTERM" | "SIGINT" | "SIGUSR1", handler: () => void): void {
   if ("Deno" in globalThis) Deno.addSignalListener(signal, handler);
@@ -128,7 +122,8 @@ function exportCommand(args: string[]): never {
 
 async function main(args: string[]): Promise<void> {
   if (args[0] === "export-binlog") exportCommand(args.slice(1));
-  const parsed = parseConfig(args, process.env);
+  const env = Object.fromEntries([HTTP_TOKEN_ENV, "LISTEN_FDS", "LISTEN_PID"].map((name) => [name, envVar(name)]));
+  const parsed = parseConfig(args, env, process.pid);
   switch (parsed.kind) {
     case "help":
       process.stderr.write(USAGE);
@@ -193,7 +188,11 @@ async function main(args: string[]): Promise<void> {
   };
   onSignal("SIGTERM", () => stop("SIGTERM"));
   onSignal("SIGINT", () => stop("SIGINT"));
+  const closeInspector = "Deno" in globalThis
+    ? (await import("./adapters/deno_inspector.ts")).keepInspectorShut()
+    : () => {};
   onSignal("SIGUSR1", () => {
+    closeInspector();
     if (config.verbose > 0) log.info("SIGUSR1: entering drain mode");
     svc.drain();
   });
@@ -203,13 +202,13 @@ async function main(args: string[]): Promise<void> {
   try {
     listening = await listen(svc, config.listen, { tls: tlsBeside ? undefined : tls });
   } catch (e) {
-    fail(`cannot listen on ${hostPort(config.listen)}: ${causeOf(e)}`, 111);
+    fail(`cannot listen on ${(e as Error).message ?? e}`, 111);
   }
   if (tlsBeside) {
     try {
       tlsListening = await listen(svc, tlsBeside, { tls });
     } catch (e) {
-      fail(`cannot listen for TLS on ${hostPort(tlsBeside)}: ${causeOf(e)}`, 111);
+      fail(`cannot listen for TLS on ${(e as Error).message ?? e}`, 111);
     }
   }
   if (config.http) {
@@ -217,7 +216,7 @@ async function main(args: string[]): Promise<void> {
     try {
       http = await serveHttp(httpHandler(svc, { token: config.httpToken, version: VERSION }), config.http);
     } catch (e) {
-      fail(`cannot listen on --http ${hostPort(config.http)}: ${causeOf(e)}`, 111);
+      fail(`cannot listen on --http ${await listenFailure(config.http, e)}`, 111);
     }
   }
   for (const l of [listening, tlsListening]) {
@@ -227,11 +226,11 @@ async function main(args: string[]): Promise<void> {
     const plain = tls && !tlsBeside ? undefined : listening.address;
     const secure = tlsListening?.address ?? (tls ? listening.address : undefined);
     log.info("listening", {
-      plain: plain ? hostPort(plain) : "off",
-      tls: secure ? hostPort(secure) : "off",
+      plain: plain ? formatAddress(plain) : "off",
+      tls: secure ? formatAddress(secure) : "off",
       "client-certs": tls?.ca !== undefined ? "required" : undefined,
       // only with --http, so the line stays as it was without it
-      http: http ? hostPort(http.address) : undefined,
+      http: http ? formatAddress(http.address) : undefined,
       "http-actions": http ? (config.httpToken ? "token" : "off") : undefined,
       runtime: runtimeLabel(),
       binlog: config.binlogDir ?? "off",

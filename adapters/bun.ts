@@ -39,6 +39,7 @@ declare const Bun: {
     hostname?: string;
     port?: number;
     unix?: string;
+    fd?: number;
     socket: SocketHandler;
     allowHalfOpen?: boolean;
     tls?: { cert: string; key: string; ca?: string; requestCert?: boolean; rejectUnauthorized?: boolean };
@@ -143,15 +144,15 @@ export function listenBun(svc: Service, addr: ListenAddress, opts: ListenOptions
     key: tls.key,
     ...(tls.ca !== undefined ? { ca: tls.ca, requestCert: true, rejectUnauthorized: true } : {}),
   };
-  const server = "path" in addr ? Bun.listen({ unix: addr.path, socket: handlers, allowHalfOpen: true }) : Bun.listen({
-    hostname: addr.host,
-    port: addr.port,
-    socket: handlers,
-    allowHalfOpen: true,
-    ...(tlsOptions ? { tls: tlsOptions } : {}),
-  });
+  const tlsOption = tlsOptions ? { tls: tlsOptions } : {};
+  const server = "fd" in addr
+    ? Bun.listen({ fd: addr.fd, socket: handlers, allowHalfOpen: true, ...tlsOption })
+    : "path" in addr
+    ? Bun.listen({ unix: addr.path, socket: handlers, allowHalfOpen: true })
+    : Bun.listen({ hostname: addr.host, port: addr.port, socket: handlers, allowHalfOpen: true, ...tlsOption });
   return {
-    address: "path" in addr ? { path: addr.path } : { host: server.hostname, port: server.port },
+    // Bun does not tell which address an inherited socket is bound to.
+    address: "path" in addr || "fd" in addr ? addr : { host: server.hostname, port: server.port },
     // Bun's listener keeps accepting through per-connection errors and fd shortages
     // (tests/system/accept_errors_test.ts), and reports no death of its own.
     failed: new Promise<Error>(() => {}),

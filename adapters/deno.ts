@@ -79,7 +79,12 @@ async function serveConn(svc: Service, conn: Deno.Conn): Promise<void> {
   }
 }
 
-export async function listenDeno(svc: Service, addr: ListenAddress, opts: ListenOptions = {}): Promise<Listening> {
+/** Listen on a TCP address or a UNIX path (an inherited fd goes to node_net.ts). */
+export async function listenDeno(
+  svc: Service,
+  addr: Exclude<ListenAddress, { fd: number }>,
+  opts: ListenOptions = {},
+): Promise<Listening> {
   if (opts.tls && !("path" in addr)) return await listenNodeTls(svc, addr, opts.tls, opts.handshakeTimeoutMs);
   const listener = "path" in addr
     ? Deno.listen({ transport: "unix", path: addr.path })

@@ -2,13 +2,14 @@
 // Deno.listenTls): client certificates via requestCert + ca (rustls underneath), and a
 // handshake timeout. Connections are served by the same serveStreams() as every other
 // one, over web streams made from the node socket.
+import type { Socket } from "node:net";
 import { createServer, type TLSSocket } from "node:tls";
 import type { Service } from "../protocol/service.ts";
 import { serveStreams, type StreamPair } from "../protocol/streams.ts";
-import { HANDSHAKE_TIMEOUT_MS, type Listening, peerName, type TlsMaterial } from "./types.ts";
+import { HANDSHAKE_TIMEOUT_MS, type ListenAddress, type Listening, peerName, type TlsMaterial } from "./types.ts";
 
-/** Web streams over a node socket, with back-pressure both ways and half-close kept. */
-export function socketStreams(sock: TLSSocket): StreamPair {
+/** Web streams over a node socket (TLS or plain), with back-pressure both ways and half-close kept. */
+export function socketStreams(sock: Socket): StreamPair {
   sock.pause();
   const readable = new ReadableStream<Uint8Array>({
     start(controller) {
@@ -50,10 +51,13 @@ export function socketStreams(sock: TLSSocket): StreamPair {
   return { readable, writable, close };
 }
 
-/** Listen for TLS on host:port with node:tls; with tls.ca, only CA-signed clients get in. */
+/**
+ * Listen for TLS on host:port, or on an inherited listening fd, with node:tls; with
+ * tls.ca, only CA-signed clients get in.
+ */
 export function listenNodeTls(
   svc: Service,
-  addr: { host: string; port: number },
+  addr: { host: string; port: number } | { fd: number },
   tls: TlsMaterial,
   handshakeTimeoutMs = HANDSHAKE_TIMEOUT_MS,
 ): Promise<Listening> {
@@ -78,16 +82,26 @@ export function listenNodeTls(
   server.on("tlsClientError", (_e: Error, sock: TLSSocket) => sock.destroy());
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(addr.port, addr.host, () => {
+    const listening = () => {
       server.off("error", reject);
       server.on("error", (e) => svc.error(`TLS listener: ${e}`));
-      const a = server.address() as { address: string; port: number };
       // node's server keeps accepting through per-connection errors and reports no death.
       resolve({
-        address: { host: a.address, port: a.port },
+        address: nodeAddress(server.address(), addr),
         failed: new Promise<Error>(() => {}),
         close: () => server.close(),
       });
-    });
+    };
+    if ("fd" in addr) server.listen({ fd: addr.fd }, listening);
+    else server.listen(addr.port, addr.host, listening);
   });
+}
+
+/** What a node server says it is bound to; an inherited fd may be either kind. */
+export function nodeAddress(
+  a: string | { address: string; port: number } | null,
+  asked: ListenAddress,
+): ListenAddress {
+  if (typeof a === "string") return { path: a };
+  return a ? { host: a.address, port: a.port } : asked;
 }

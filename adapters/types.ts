@@ -1,7 +1,10 @@
 // What the runtime adapters share.
 
-/** Where to listen: TCP host and port, or a UNIX socket path. */
-export type ListenAddress = { host: string; port: number } | { path: string };
+/**
+ * Where to listen: TCP host and port, a UNIX socket path, or an already listening
+ * socket inherited as this file descriptor (systemd socket activation passes fd 3).
+ */
+export type ListenAddress = { host: string; port: number } | { path: string } | { fd: number };
 
 /** A listening server. */
 export interface Listening {

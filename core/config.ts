@@ -5,8 +5,11 @@ import { parseArgs } from "node:util";
 
 /** A server configuration, as beanstalkd's flags describe it. */
 export interface Config {
-  /** TCP host/port, or a UNIX socket path (from -l unix:PATH). */
-  listen: { host: string; port: number } | { path: string };
+  /**
+   * TCP host/port, or a UNIX socket path (from -l unix:PATH), or a listening socket
+   * inherited from systemd (socket activation: fd 3).
+   */
+  listen: { host: string; port: number } | { path: string } | { fd: number };
   /** -z BYTES: largest job body. */
   maxJobSize: number;
   /** -V count. */
@@ -125,6 +128,78 @@ function usageError(message: string): ParsedArgs {
   return { kind: "error", message, exitCode: 5, usage: true };
 }
 
+/**
+ * The first listening fd systemd passed (3), as sd_listen_fds(3) finds it in LISTEN_FDS
+ * and LISTEN_PID, or undefined. LISTEN_PID must be our pid: a child that inherited the
+ * variables must not take the socket.
+ */
+function inheritedFd(env: Readonly<Record<string, string | undefined>>, pid: number, warnings: string[]) {
+  const fds = env.LISTEN_FDS;
+  const forPid = env.LISTEN_PID;
+  if (fds === undefined || forPid === undefined) return undefined;
+  if (!/^[0-9]+$/.test(forPid) || Number(forPid) !== pid) return undefined;
+  const n = /^[0-9]+$/.test(fds) ? Number(fds) : 0;
+  if (n < 1) return undefined;
+  if (n > 1) warnings.push("inherited more than one listen socket; ignoring all but the first");
+  return 3;
+}
+
+/** tubeway's own long options and their kinds (none of beanstalkd's flags is long). */
+const LONG_OPTIONS = new Map(
+  Object.entries(OPTIONS).filter(([name]) => name.length > 1).map(([name, o]) => [name, o.type]),
+);
+const VALUE_FLAGS = "bflpuzs";
+const KNOWN_FLAGS = VALUE_FLAGS + "FcnvVh";
+
+/**
+ * beanstalkd's own flag scan (1.12 main.c opts()), which parseArgs cannot express: a
+ * flag's value is the rest of its word or else the next word, whatever it looks like
+ * (`-z -l` is "invalid size: -l"); `-h`/`-v` answer at once, even before a later bad
+ * flag; a bad flag is named from the character before it (`-Vx` -> "Vx", `--help` and
+ * a bare `--` -> themselves). Returns the words up to the first problem, each value
+ * attached to its flag (so parseArgs reads `-z-l` as z = "-l"), and the answer to give
+ * once those have been applied.
+ */
+function scanFlags(args: readonly string[]): { words: string[]; stop: ParsedArgs | undefined } {
+  const words: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (!a.startsWith("-") || a === "-") {
+      words.push(a);
+      continue;
+    }
+    // tubeway's own long options (--tls-cert FILE, --log-format=json, ...) go to parseArgs
+    // as given; any other word starting with -- is an unknown flag, as in 1.12.
+    const long = a.startsWith("--") ? LONG_OPTIONS.get(a.slice(2).split("=")[0]!) : undefined;
+    if (long) {
+      if (long === "boolean" || a.includes("=")) words.push(a);
+      else {
+        // The next word is the value whatever it looks like, as for the short flags.
+        const value = args[++i];
+        if (value === undefined) return { words, stop: usageError(`flag requires an argument: ${a}`) };
+        words.push(`${a}=${value}`);
+      }
+      continue;
+    }
+    for (let j = 1; j < a.length; j++) {
+      const c = a[j]!;
+      if (!KNOWN_FLAGS.includes(c)) return { words, stop: usageError(`unknown flag: ${a.slice(j - 1)}`) };
+      if (c === "h") return { words, stop: { kind: "help" } };
+      if (c === "v") return { words, stop: { kind: "version" } };
+      if (!VALUE_FLAGS.includes(c)) {
+        words.push(`-${c}`);
+        continue;
+      }
+      const value = j + 1 < a.length ? a.slice(j + 1) : args[++i];
+      if (value === undefined) return { words, stop: usageError(`flag requires an argument: -${c}`) };
+      // Attached, so that parseArgs takes a value starting with "-" too; "" cannot be.
+      words.push(...(value === "" ? [`-${c}`, ""] : [`-${c}${value}`]));
+      break;
+    }
+  }
+  return { words, stop: undefined };
+}
+
 /** A size flag: one unsigned decimal, nothing else ("invalid size: X" otherwise). */
 function size(v: string): number | undefined {
   return /^[0-9]+$/.test(v) && Number(v) <= Number.MAX_SAFE_INTEGER ? Number(v) : undefined;
@@ -133,7 +208,9 @@ function size(v: string): number | undefined {
 /**
  * Parse beanstalkd's flags (combined like -VFVukr, attached values like -z10, later
  * flags overriding earlier ones) into a Config; never prints or exits. `env` is the
- * process environment: only TUBEWAY_HTTP_TOKEN is read, and --http-token wins over it.
+ * process environment: TUBEWAY_HTTP_TOKEN (--http-token wins over it), and systemd's
+ * LISTEN_FDS/LISTEN_PID, which apply when LISTEN_PID is `pid`: then the server serves
+ * the inherited socket (fd 3), and -l and -p are ignored with 1.12's warning.
  *
  * @example
  * ```ts
@@ -146,10 +223,12 @@ function size(v: string): number | undefined {
 export function parseConfig(
   args: readonly string[],
   env: Readonly<Record<string, string | undefined>> = {},
+  pid = 0,
 ): ParsedArgs {
+  const { words, stop } = scanFlags(args);
   let tokens;
   try {
-    ({ tokens } = parseArgs({ args: [...args], options: OPTIONS, tokens: true, strict: true, allowPositionals: true }));
+    ({ tokens } = parseArgs({ args: words, options: OPTIONS, tokens: true, strict: true, allowPositionals: true }));
   } catch (e) {
     const code = (e as { code?: string }).code;
     const flag = /'(--[\w-]+|-\w)/.exec(String((e as Error).message))?.[1] ?? "";
@@ -175,15 +254,12 @@ export function parseConfig(
     logFormat: "text",
   };
   const tls: Partial<Record<"tls-cert" | "tls-key" | "tls-ca" | "tls", string>> = {};
+  const fd = inheritedFd(env, pid, config.warnings);
   for (const t of tokens) {
     if (t.kind === "positional") return usageError(`unknown argument: ${t.value}`);
     if (t.kind !== "option") continue;
     const v = t.value ?? "";
     switch (t.name) {
-      case "h":
-        return { kind: "help" };
-      case "v":
-        return { kind: "version" };
       case "V":
         config.verbose++;
         break;
@@ -211,7 +287,8 @@ export function parseConfig(
         config.user = v;
         break;
       case "l":
-        if (v.startsWith("unix:")) path = v.slice(5);
+        if (fd !== undefined) config.warnings.push(`inherited listen fd; ignoring option: -l ${v}`);
+        else if (v.startsWith("unix:")) path = v.slice(5);
         else {
           host = v;
           path = undefined;
@@ -219,8 +296,10 @@ export function parseConfig(
         break;
       case "p": {
         const n = /^[0-9]+$/.test(v) ? Number(v) : NaN;
-        if (!(n >= 0 && n <= 65535)) return { kind: "error", message: `invalid port: ${v}`, exitCode: 5, usage: false };
-        port = n;
+        if (fd !== undefined) config.warnings.push(`inherited listen fd; ignoring option: -p ${v}`);
+        else if (!(n >= 0 && n <= 65535)) {
+          return { kind: "error", message: `invalid port: ${v}`, exitCode: 5, usage: false };
+        } else port = n;
         break;
       }
       case "z":
@@ -250,7 +329,8 @@ export function parseConfig(
         break;
     }
   }
-  config.listen = path !== undefined ? { path } : { host, port };
+  if (stop) return stop;
+  config.listen = fd !== undefined ? { fd } : path !== undefined ? { path } : { host, port };
   const t = tlsConfig(tls, "path" in config.listen);
   if (typeof t === "string") return flagError(t);
   config.tls = t;

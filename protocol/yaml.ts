@@ -1,6 +1,9 @@
 // The YAML documents of stats, stats-job, stats-tube and the tube lists, in 1.12's
-// wire key order. String values are double-quoted as 1.13 does (1.12 leaves them bare,
-// so an `os` starting with '#' reads as a comment, and a tube named "123" as a number).
+// wire key order. String values are written plain, as 1.12 writes them, unless a YAML
+// reader would misread the plain value; only then are they double-quoted, as 1.13
+// always does. Both matter to real clients: jackd parses YAML and reads 1.12's
+// `os: #1 SMP ...` as a comment, while greenstalk splits lines at ": " and keeps quotes
+// as part of the value (1.13's `tube: "default"` reaches its users as `"default"`).
 import type { JobStats, TubeStats } from "../core/stats.ts";
 import { CMD_KEYS } from "../core/stats.ts";
 import type { Queue } from "../core/queue.ts";
@@ -18,6 +21,25 @@ export function quote(s: string): string {
     else out += "\\U" + c.toString(16).padStart(8, "0");
   }
   return out + '"';
+}
+
+/** YAML 1.1 and 1.2 spellings of numbers (ints, sexagesimals, floats, hex, octal, binary, inf, nan). */
+const NUMBER =
+  /^(?:[-+]?(?:[0-9][0-9_]*(?::[0-5]?[0-9])*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?|0x[0-9a-fA-F_]+|0o[0-7_]+|0b[01_]+|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$/;
+/** Booleans and nulls of YAML 1.1 and 1.2. */
+const WORD = /^(?:y|yes|n|no|true|false|on|off|null|~)$/i;
+/** A date, alone or starting a timestamp. */
+const DATE = /^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:$|[Tt \t])/;
+/** A first character that makes YAML read something other than a plain string. */
+const INDICATOR = /^[#&*!|>'"%@`\-?:{}[\],\s]/;
+/** A comment start, a mapping separator, a trailing colon or space, or a byte that needs escaping. */
+const INSIDE = /: |:\t|[ \t]#|:$|\s$|[^\x20-\x7e]/;
+
+/** A string value: plain when a YAML reader reads it back as that same string, else quoted. */
+export function scalar(s: string): string {
+  const ambiguous = s === "" || INDICATOR.test(s) || INSIDE.test(s) || NUMBER.test(s) || WORD.test(s) ||
+    DATE.test(s);
+  return ambiguous ? quote(s) : s;
 }
 
 /** Seconds with 6 decimals, from microseconds (rusage-utime style). */
@@ -68,16 +90,16 @@ export function statsYaml(q: Queue, f: ServerFacts): string {
   y += `binlog-max-size: ${w.maxSize}\n`;
   y += `draining: ${q.draining}\n`;
   y += `id: ${f.id}\n`;
-  y += `hostname: ${quote(f.host.hostname)}\n`;
-  y += `os: ${quote(f.host.os)}\n`;
-  y += `platform: ${quote(f.host.platform)}\n`;
+  y += `hostname: ${scalar(f.host.hostname)}\n`;
+  y += `os: ${scalar(f.host.os)}\n`;
+  y += `platform: ${scalar(f.host.platform)}\n`;
   return y;
 }
 
 export function statsJobYaml(s: JobStats): string {
   return "---\n" +
     `id: ${s.id}\n` +
-    `tube: ${quote(s.tube)}\n` +
+    `tube: ${scalar(s.tube)}\n` +
     `state: ${s.state}\n` +
     `pri: ${s.pri}\n` +
     `age: ${s.age}\n` +
@@ -94,7 +116,7 @@ export function statsJobYaml(s: JobStats): string {
 
 export function statsTubeYaml(s: TubeStats): string {
   return "---\n" +
-    `name: ${quote(s.name)}\n` +
+    `name: ${scalar(s.name)}\n` +
     `current-jobs-urgent: ${s.urgent}\n` +
     `current-jobs-ready: ${s.ready}\n` +
     `current-jobs-reserved: ${s.reserved}\n` +

@@ -90,4 +90,67 @@ describe("parseConfig", () => {
     assert.equal(parseConfig(["-h"]).kind, "help");
     assert.equal(parseConfig(["-v"]).kind, "version");
   });
+
+  it("names a bad flag as 1.12 does (compared with /usr/bin/beanstalkd)", () => {
+    // The name starts one character before the offending one: the whole word when it is
+    // the first character, so long options and a bare -- are refused by name.
+    assert.equal(error("--help"), "unknown flag: --help");
+    assert.equal(error("--version"), "unknown flag: --version");
+    assert.equal(error("-Vx"), "unknown flag: Vx");
+    assert.equal(error("-V--"), "unknown flag: V--");
+    assert.equal(error("--"), "unknown flag: --");
+    assert.equal(error("--", "-V"), "unknown flag: --");
+    assert.equal(error("--z=5"), "unknown flag: --z=5");
+    assert.equal(error("-Vz"), "flag requires an argument: -z");
+  });
+
+  it("takes the next word as a flag's value whatever it looks like, as 1.12 does", () => {
+    assert.equal(error("-z", "-l"), "invalid size: -l");
+    assert.equal(error("-z=5"), "invalid size: =5");
+    assert.deepEqual(config("-l", "-V").listen, { host: "-V", port: 11300 });
+    assert.equal(config("-b", "-dir").binlogDir, "-dir");
+    assert.deepEqual(config("-l", "").listen, { host: "", port: 11300 });
+    // tubeway's long options read their values the same way.
+    assert.equal(config("--tls-cert", "-x", "--tls-key", "k").tls?.certFile, "-x");
+    assert.equal(config("--log-format=json").logFormat, "json");
+  });
+
+  it("answers -h and -v at once, before a later bad flag; an earlier problem wins", () => {
+    assert.equal(parseConfig(["-Vh"]).kind, "help");
+    assert.equal(parseConfig(["-hx"]).kind, "help");
+    assert.equal(parseConfig(["-V", "-v", "--"]).kind, "version");
+    assert.equal(error("foo", "-x"), "unknown argument: foo");
+    assert.equal(error("-z", "1k", "-x"), "invalid size: 1k");
+  });
+});
+
+describe("parseConfig with an inherited socket (systemd socket activation)", () => {
+  const pid = 4242;
+  const env = (LISTEN_FDS: string, LISTEN_PID = String(pid)) => ({ LISTEN_FDS, LISTEN_PID });
+
+  it("serves fd 3 when LISTEN_FDS is set for this pid", () => {
+    const r = parseConfig([], env("1"), pid);
+    assert.equal(r.kind, "run");
+    assert.deepEqual((r as { config: Config }).config.listen, { fd: 3 });
+    assert.deepEqual((r as { config: Config }).config.warnings, []);
+  });
+
+  it("ignores -l and -p with 1.12's warnings, and more than one socket with its warning", () => {
+    const r = parseConfig(["-l", "127.0.0.1", "-p", "1234", "-l", "unix:/x"], env("2"), pid);
+    const c = (r as { config: Config }).config;
+    assert.deepEqual(c.listen, { fd: 3 });
+    assert.deepEqual(c.warnings, [
+      "inherited more than one listen socket; ignoring all but the first",
+      "inherited listen fd; ignoring option: -l 127.0.0.1",
+      "inherited listen fd; ignoring option: -p 1234",
+      "inherited listen fd; ignoring option: -l unix:/x",
+    ]);
+  });
+
+  it("leaves sockets meant for another pid, or none, alone", () => {
+    for (const e of [env("1", "1"), env("0"), env("x"), {}]) {
+      const r = parseConfig(["-l", "127.0.0.1", "-p", "5"], e, pid);
+      assert.deepEqual((r as { config: Config }).config.listen, { host: "127.0.0.1", port: 5 }, JSON.stringify(e));
+    }
+  });
 });

@@ -39,7 +39,7 @@ it(
     try {
       const r = await dial(second.addr);
       assert.equal(await r.cmd("peek 1"), "FOUND 1 4\r\nkept\r\n");
-      assert.match(await r.cmd("stats-job 1"), /\ntube: "bin"\nstate: ready\npri: 7\n/);
+      assert.match(await r.cmd("stats-job 1"), /\ntube: bin\nstate: ready\npri: 7\n/);
       assert.match(await r.cmd("stats-job 2"), /\nstate: buried\npri: 9\n/);
       assert.equal(await r.cmd("peek 3"), "NOT_FOUND\r\n");
       assert.match(await r.put("new"), /^INSERTED (\d+)\r\n$/);

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { readFileSync } from "node:fs";
-import { startProcess } from "../harness/targets.ts";
+import { BEANSTALKD, startProcess } from "../harness/targets.ts";
 import { dial } from "../harness/wire.ts";
 
 const SERVER = RUNTIME === "bun"
@@ -86,14 +86,43 @@ describe(`the executable (${RUNTIME})`, () => {
     }
   });
 
-  it("a port in use exits 111 with a message", async () => {
+  it("bad flags get 1.12's message and exit code (each compared with /usr/bin/beanstalkd)", {
+    skip: skipUnless(BEANSTALKD !== undefined, "beanstalkd is not installed"),
+  }, () => {
+    const cases = [["--help"], ["--version"], ["-Vx"], ["-V--"], ["--"], ["--", "-V"], ["-z", "-l"], ["-Vz"]];
+    // `bun run server.ts -- ...` drops that first "--" before the script sees it (the
+    // compiled binary and Deno pass it on).
+    for (const args of cases.filter((a) => RUNTIME !== "bun" || a[0] !== "--")) {
+      const ours = run(...args);
+      const theirs = spawnSync(BEANSTALKD!, args, { encoding: "utf8", timeout: 5_000 });
+      assert.equal(ours.code, theirs.status, `${args.join(" ")}: ${ours.err}`);
+      assert.equal(ours.code, 5);
+      const first = (out: string) => out.split("\n")[0]!.replace(/^[^:]*: /, "");
+      assert.equal(first(ours.err), first(theirs.stderr), args.join(" "));
+    }
+  });
+
+  it("a port in use exits 111 with the address and the reason", async () => {
     const blocker = createServer();
     await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
     const port = (blocker.address() as { port: number }).port;
     const r = run("-l", "127.0.0.1", "-p", String(port));
     blocker.close();
     assert.equal(r.code, 111, r.err);
-    assert.match(r.err, /cannot listen/);
+    assert.match(
+      r.err,
+      new RegExp(`ERROR cannot listen on 127\\.0\\.0\\.1:${port}: Address already in use exit=111\n$`),
+    );
+  });
+
+  it("a socket path in a missing directory, or an unknown host, exits 111 with the reason", () => {
+    const path = join(dir, "no-such-dir", "t.sock");
+    const r = run("-l", `unix:${path}`);
+    assert.equal(r.code, 111, r.err);
+    assert.ok(r.err.endsWith(`ERROR cannot listen on ${path}: No such file or directory exit=111\n`), r.err);
+    const h = run("-l", "no-such-host.invalid", "-p", "0");
+    assert.equal(h.code, 111, h.err);
+    assert.match(h.err, /ERROR cannot listen on no-such-host\.invalid:0: host name not found exit=111\n$/);
   });
 
   it("listens on a UNIX socket, replaces a stale one, and refuses to clobber another file", async () => {
@@ -124,10 +153,18 @@ describe(`the executable (${RUNTIME})`, () => {
   }, async () => {
     const s = await startProcess(SERVER, ["-u", "nobody"]);
     try {
-      const status = readFileSync(`/proc/${s.child!.pid}/status`, "utf8");
       const nobody = readFileSync("/etc/passwd", "utf8").split("\n").map((l) => l.split(":")).find((f) =>
         f[0] === "nobody"
       )!;
+      // The kernel accepts connections as soon as the socket listens, a moment before the
+      // server switches user: wait for the switch (bounded).
+      const statusOf = () => readFileSync(`/proc/${s.child!.pid}/status`, "utf8");
+      const deadline = Date.now() + 10_000;
+      let status = statusOf();
+      while (!new RegExp(`^Uid:\\s+${nobody[2]}\\s`, "m").test(status) && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+        status = statusOf();
+      }
       assert.match(status, new RegExp(`^Uid:\\s+${nobody[2]}\\s`, "m"));
       assert.match(status, new RegExp(`^Gid:\\s+${nobody[3]}\\s`, "m"));
       const w = await dial(s.addr);
@@ -160,6 +197,7 @@ describe(`the executable (${RUNTIME})`, () => {
       "-V: where",
     );
     assert.match(s.output(), new RegExp(`^${at}accept \\d+$`, "m"), "-V logs connections");
+    assert.doesNotMatch(s.output(), /server error/, "a DRAINING reply is not a server error");
     process.kill(s.child!.pid!, "SIGTERM");
     assert.equal(await exited(s.child!), 0);
     await w.closed();

@@ -140,7 +140,7 @@ for (const kind of kinds) {
       });
       const id = /INSERTED (\d+)/.exec(await page.$eval("#status", (e) => e.textContent ?? ""))![1]!;
       assert.equal(await w.cmd(`peek ${id}`), `FOUND ${id} 13\r\nfrom the page\r\n`);
-      assert.match(await w.cmd(`stats-job ${id}`), /\ntube: "forms"\n/);
+      assert.match(await w.cmd(`stats-job ${id}`), /\ntube: forms\n/);
 
       await page.waitForSelector('#tubes tr[data-tube="forms"] button[data-action="browse"]', { timeout: WAIT_MS });
       await page.click('#tubes tr[data-tube="forms"] button[data-action="browse"]');

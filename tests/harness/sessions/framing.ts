@@ -5,6 +5,7 @@ import {
   differ,
   idle,
   job,
+  jobStats,
   list,
   N200,
   on,
@@ -209,6 +210,20 @@ export const FRAMING_SESSIONS: Session[] = [
       cmd("reserve-with-timeout 0", job("RESERVED", 3, "c")),
       cmd("stats"),
     ],
+  },
+  {
+    // 1.12 writes these raw; tubeway quotes them (a YAML reader takes them for a number,
+    // a boolean, a null or a date), and the comparison strips exactly those quotes.
+    name: "stats-job and stats-tube with tube names a YAML reader would misread",
+    steps: ["123", "1e3", "yes", "null", ".5", "+1", "2024-01-02", "plain"].flatMap((t, i) => [
+      cmd(`use ${t}`, `USING ${t}`),
+      cmd(put("x"), `INSERTED ${i + 1}`),
+      cmd(`stats-job ${i + 1}`, jobStats(i + 1, t, "ready")),
+      cmd(
+        `stats-tube ${t}`,
+        tubeStats(t, { "current-jobs-urgent": 1, "current-jobs-ready": 1, "current-using": 1, "total-jobs": 1 }),
+      ),
+    ]),
   },
   {
     name: "tube names: charset, 200-byte limit, leading '-', whole rest of line",
