@@ -128,7 +128,8 @@ export type LoadResult = Awaited<ReturnType<typeof runLoad>>;
  * finishes.
  */
 export async function runLoad(pool: Pool, server: Server, spec: RunSpec) {
-  const gens = pool.gens;
+  // a generator with no connection would only add a process to the scheduler
+  const gens = pool.gens.slice(0, Math.max(1, Math.min(pool.gens.length, spec.clients)));
   const ids = gens.map(() => pool.nextId());
   const specs = gens.map((_, i) => ({ ...spec, ...splitClients(spec, i, gens.length), sync: true }));
   const done = gens.map((g, i) => g.wait(ids[i]!, "done"));

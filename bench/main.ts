@@ -25,6 +25,9 @@
 //                                         compared with beanstalkd+bf0; rows put-1,
 //                                         put-50, put-50x16)
 //                            NAME=CMD...  any server command; -l/-p are appended
+//                            NAME@PORT/PID  a server already listening on
+//                                         127.0.0.1:PORT, process PID (left running;
+//                                         bench/agree.ts uses it)
 //   --server-flags T=FLAGS extra flags for target T (repeatable), e.g.
 //                          --server-flags 'deno=-z 65536'
 //   --duration SECONDS     seconds of load per workload (default 4)
@@ -98,7 +101,7 @@ async function runTarget(cfg: RunCfg, pool: Pool, target: Target, workloads: Wor
     try {
       if (cfg.quick) {
         shared ??= new Server(target, cfg.tools);
-        if (!shared.child) await shared.start();
+        if (!shared.started) await shared.start();
         server = shared;
       } else {
         server = new Server(target, cfg.tools);

@@ -41,10 +41,18 @@ export class Server {
   constructor(public target: Target, private tools: Tools) {}
 
   get pid(): number {
-    return this.child.pid!;
+    return this.target.attach?.pid ?? this.child.pid!;
+  }
+
+  get started(): boolean {
+    return !!this.child || this.port !== 0;
   }
 
   async start(): Promise<void> {
+    if (this.target.attach) {
+      this.port = this.target.attach.port;
+      return;
+    }
     this.port = await freePort();
     let flags = this.target.flags;
     if (flags.includes("{dir}")) {

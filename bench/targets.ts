@@ -37,6 +37,8 @@ export interface Target {
   runtime: "deno" | "bun" | "";
   /** Rows this target runs; undefined = all. */
   rows?: string[] | undefined;
+  /** A server that is already running (NAME@PORT/PID): measured as it is, never started or stopped. */
+  attach?: { port: number; pid: number } | undefined;
   missing?: string | undefined;
 }
 
@@ -46,6 +48,19 @@ function runtimeArgv(t: Tools, rt: "deno" | "bun", script: string): string[] | u
 }
 
 export function makeTarget(spec: string, t: Tools, serverFlags: Map<string, string[]>): Target | string {
+  const at = /^([\w-]+)@(\d+)\/(\d+)$/.exec(spec);
+  if (at) {
+    // for checking figures against another load generator on the very same server
+    const [, name = "", port, pid] = at;
+    return {
+      name,
+      variant: "",
+      flags: [],
+      isCeiling: false,
+      runtime: "",
+      attach: { port: Number(port), pid: Number(pid) },
+    };
+  }
   if (spec.includes("=")) {
     const name = spec.slice(0, spec.indexOf("="));
     return {
@@ -112,6 +127,6 @@ export function makeTarget(spec: string, t: Tools, serverFlags: Map<string, stri
       };
     }
     default:
-      return `unknown target ${spec} (beanstalkd, deno, bun, fixed-deno, fixed-bun, NAME+b, NAME+bf0, NAME=CMD)`;
+      return `unknown target ${spec} (beanstalkd, deno, bun, fixed-deno, fixed-bun, NAME+b, NAME+bf0, NAME=CMD, NAME@PORT/PID)`;
   }
 }
