@@ -26,6 +26,9 @@ interface Sample {
   value: number;
   p99: number;
   genCpu: number;
+  /** CPU per command (µs) of the server and of the generator: they hold under a busy machine better than rates. */
+  srvUs: number;
+  genUs: number;
 }
 
 /** The C generator's command line for one of our rows, and which of its figures is our `value`. */
@@ -67,7 +70,15 @@ function runC(t: Tools, cbench: string, row: string, port: number, pid: number, 
   if (!line) return `C generator: ${(r.stderr ?? "").trim().slice(-300) || `exit ${r.status}`}`;
   const kv = new Map(line.split(" ").map((f) => f.split("=") as [string, string]));
   if (kv.get("errors") !== "0") return `C generator reported errors: ${line}`;
-  return { value: Number(kv.get(c.key)), p99: Number(kv.get("p99_us")), genCpu: Number(kv.get("cli_cpu")) };
+  const ops = Number(kv.get("ops_per_s"));
+  const cpu = (key: string) => (1e6 * Number(kv.get(key))) / ops;
+  return {
+    value: Number(kv.get(c.key)),
+    p99: Number(kv.get("p99_us")),
+    genCpu: Number(kv.get("cli_cpu")),
+    srvUs: cpu("srv_cpu"),
+    genUs: cpu("cli_cpu"),
+  };
 }
 
 function runOurs(t: Tools, row: string, port: number, pid: number, procs: number, o: Opts): Sample | string {
@@ -80,7 +91,7 @@ function runOurs(t: Tools, row: string, port: number, pid: number, procs: number
     const r = spawnSync(t.bun!, [...args, "--json", json], { encoding: "utf8", timeout: 300_000 });
     if (r.status !== 0) return `our generator: ${(r.stdout + r.stderr).trim().slice(-400)}`;
     const got = JSON.parse(readFileSync(json, "utf8")).rows[0];
-    return { value: got.value, p99: got.p99, genCpu: got.genCpuPct / 100 };
+    return { value: got.value, p99: got.p99, genCpu: got.genCpuPct / 100, srvUs: got.usPerOp, genUs: got.genUsPerOp };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -175,7 +186,8 @@ function report(server: string, row: string, gens: string[], got: Map<string, (S
     const v = s.map((x) => x.value);
     let line = `${server.padEnd(11)} ${row.padEnd(10)} ${g.padEnd(7)} median ${k(median(v)).padStart(7)}/s` +
       ` spread ${spread(v).toFixed(0).padStart(3)}%  runs ${v.map(k).join(" ")}` +
-      `  p99 ${median(s.map((x) => x.p99)).toFixed(0)} µs  gen CPU ${median(s.map((x) => x.genCpu)).toFixed(2)}`;
+      `  p99 ${median(s.map((x) => x.p99)).toFixed(0)} µs  gen CPU ${median(s.map((x) => x.genCpu)).toFixed(2)}` +
+      `  µs/cmd srv ${median(s.map((x) => x.srvUs)).toFixed(2)} gen ${median(s.map((x) => x.genUs)).toFixed(2)}`;
     if (g !== "C") {
       // ratio of runs made back to back in the same round
       const ratios = got.get(g)!.flatMap((x, i) => (x && c[i] ? [x.value / c[i]!.value] : []));

@@ -42,6 +42,19 @@ export function defaultProcs(ncpu: number): number {
   return Math.max(2, Math.min(ncpu - 1, 4));
 }
 
+const SWITCHES = ["--quick", "--no-pin", "-h", "--help"];
+const VALUED = [
+  "--only",
+  "--targets",
+  "--server-flags",
+  "--duration",
+  "--warmup",
+  "--json",
+  "--client",
+  "--procs",
+  "--nice",
+];
+
 export function parseArgs(argv: string[], env: Record<string, string | undefined>, ncpu: number): Opts | string {
   const o: Opts = {
     quick: env.BENCH_QUICK === "1",
@@ -62,7 +75,8 @@ export function parseArgs(argv: string[], env: Record<string, string | undefined
     const eq = a.startsWith("--") ? a.indexOf("=") : -1;
     const name = eq > 0 ? a.slice(0, eq) : a;
     const val = (): string | undefined => (eq > 0 ? a.slice(eq + 1) : argv[++i]);
-    const v = ["--quick", "--no-pin", "-h", "--help"].includes(name) ? "" : val();
+    if (!SWITCHES.includes(name) && !VALUED.includes(name)) return `unknown option ${a}`;
+    const v = SWITCHES.includes(name) ? "" : val();
     if (v === undefined) return `${a} needs a value`;
     switch (name) {
       case "--quick":
@@ -113,8 +127,6 @@ export function parseArgs(argv: string[], env: Record<string, string | undefined
       case "--help":
         o.help = true;
         break;
-      default:
-        return `unknown option ${a}`;
     }
   }
   if (o.quick && !durationSet) o.duration = 0.05;

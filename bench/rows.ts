@@ -22,6 +22,8 @@ export interface Row {
   srvCpuMs?: number;
   srvCpuPct?: number;
   usPerOp?: number;
+  /** Generator CPU per command, µs (all generator processes). */
+  genUsPerOp?: number;
   rssMiB?: number;
   /** Peak RSS of the server process so far (VmHWM). */
   rssPeakMiB?: number;
@@ -135,6 +137,7 @@ export function fromLoad(ctx: Ctx, row: Row, r: LoadResult, unit: string, count:
   row.srvCpuMs = r.srvCpuMs;
   row.srvCpuPct = (100 * r.srvCpuMs) / r.wallMs;
   row.usPerOp = (r.srvCpuMs * 1000) / Math.max(1, r.ops);
+  row.genUsPerOp = (r.genCpu * r.wallMs * 1000) / Math.max(1, r.ops);
   row.rssMiB = r.rss / 1048576;
   row.rssPeakMiB = r.hwm / 1048576;
   row.genCpuPct = 100 * r.genCpu;
