@@ -7,7 +7,7 @@
 // spread before the ratio.
 //
 //   bun run bench/agree.ts --cbench PATH [--servers beanstalkd,bun] [--rows put-1,put-50,rd-50x16]
-//                          [--rounds 4] [--seconds 3] [--warmup 1] [--procs 2] [--nice N]
+//                          [--rounds 4] [--seconds 3] [--warmup 1] [--procs 1] [--nice N]
 //
 // --procs takes a list (e.g. 2,1): each entry is one more generator of ours, with
 // that many processes. The C generator is pinned to CPU 1, the server to CPU 0.
@@ -125,7 +125,7 @@ async function main() {
       rounds: { type: "string", default: "4" },
       seconds: { type: "string", default: "3" },
       warmup: { type: "string", default: "1" },
-      procs: { type: "string", default: "2" },
+      procs: { type: "string", default: "1" },
       nice: { type: "string", default: "0" },
     },
   });

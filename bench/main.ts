@@ -36,8 +36,7 @@
 //   --json FILE            also write the results as JSON
 //   --client bun|deno      runtime of the load generator (default: bun if present)
 //   --procs N              load generator processes sharing the generator CPU(s)
-//                          (every CPU but 0; default 2, at most CPUs - 1 above that
-//                          up to 4)
+//                          (every CPU but 0; default: one per such CPU, at most 4)
 //   --no-pin               do not pin with taskset
 //   --nice N               run servers and generators at nice N (e.g. -10 as root,
 //                          so other work on the machine disturbs less; default 0)

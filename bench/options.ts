@@ -33,13 +33,14 @@ export const DEFAULT_TARGETS = [
 ];
 
 /**
- * Generator processes by default. Two on a 2-core machine: one Bun event loop
- * saturates its core below what the ceilings and pipelined rows need, and two
- * processes on the same core get the kernel's loopback work of both done in
- * parallel with the server (see bench/README.md for the measurement).
+ * Generator processes by default: one per generator CPU (every CPU but the server's),
+ * at most 4. More processes than CPUs add no capacity: in the agreement check
+ * (bench/README.md) two processes sharing CPU 1 spent 5-35% more generator CPU per
+ * command than one (5 rows of 6), and were only ahead on a busy machine, by taking a second share
+ * of a contended core.
  */
 export function defaultProcs(ncpu: number): number {
-  return Math.max(2, Math.min(ncpu - 1, 4));
+  return Math.max(1, Math.min(ncpu - 1, 4));
 }
 
 const SWITCHES = ["--quick", "--no-pin", "-h", "--help"];
