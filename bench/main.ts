@@ -13,7 +13,7 @@
 //                          put-50x16-16k, rd-50x16, e2e-50, mix-50, mem-1m,
 //                          conns-10k, tubes-10k; "load" = the first 7, "scale" =
 //                          the last 3; "put*" = every name starting with "put"
-//   --targets A,B,...      default: beanstalkd, fixed-deno, fixed-bun, deno, bun,
+//   --targets A,B,...      default: beanstalkd, fixed-deno, deno, fixed-bun, bun,
 //                          then NAME+b and NAME+bf0 for beanstalkd, deno and bun:
 //                            fixed-deno, fixed-bun  the fixed-answer server of that
 //                                         runtime (bench/fixed_server.ts): the
@@ -44,9 +44,9 @@
 // empty = run as if not installed), BENCH_TRANSPORT=node (generator on node:net
 // instead of Bun's native sockets).
 //
-// How it measures: each target is started on 127.0.0.1 (pinned to CPU 0 with
-// taskset when present, fd limit raised to 65536); every row gets a fresh server
-// (except --quick). The load generator processes (bench/loadgen.ts, pinned to the
+// How it measures: row by row, each target in turn is started on 127.0.0.1 (pinned
+// to CPU 0 with taskset when present, fd limit raised to 65536): every row gets a
+// fresh server (except --quick), and the servers a ratio compares run back to back. The load generator processes (bench/loadgen.ts, pinned to the
 // other CPUs) share the connections, run closed loops and check every reply; an
 // error, lost connection, stall or timeout marks the row FAILED and it gets no
 // ratio. Server CPU time and RSS come from /proc/PID/stat and /proc/PID/status over
@@ -90,53 +90,45 @@ function versions(t: Tools) {
   };
 }
 
-/** Run every wanted workload on one target, each on a fresh server (one shared server with --quick). */
-async function runTarget(cfg: RunCfg, pool: Pool, target: Target, workloads: Workload[], rows: Row[]) {
-  let shared: Server | undefined;
-  for (const w of workloads) {
-    if (target.rows && !target.rows.includes(w.row)) continue;
-    let server: Server | undefined;
-    const rowStart = performance.now();
-    try {
-      if (cfg.quick) {
-        shared ??= new Server(target, cfg.tools);
-        if (!shared.started) await shared.start();
-        server = shared;
-      } else {
-        server = new Server(target, cfg.tools);
-        await server.start();
-      }
-      const got = await w.run({ cfg, pool, target, server });
-      if (server.exited) {
-        for (const r of got) {
-          r.status = "FAILED";
-          r.notes.push(`server ${server.exited}`);
-        }
-      }
-      rows.push(...got);
-    } catch (e) {
-      const msg = e instanceof Error ? e.message : String(e);
-      const row: Row = {
-        row: w.row,
-        title: w.title,
-        target: target.name,
-        status: "FAILED",
-        notes: [msg.slice(0, 400)],
-      };
-      if (server?.exited) row.notes.push(`server ${server.exited}: ${server.log.trim().slice(-300)}`);
-      rows.push(row);
-      if (!(e instanceof GenError) || pool.gens.some((g) => g.dead)) await pool.heal();
-    } finally {
-      if (!cfg.quick) await server?.stop();
+/**
+ * Run one workload on one target, on a fresh server (with --quick, on the target's
+ * shared server, started on first use and kept in `shared`).
+ */
+async function runOne(cfg: RunCfg, pool: Pool, target: Target, w: Workload, rows: Row[], shared: Map<Target, Server>) {
+  let server: Server | undefined;
+  const rowStart = performance.now();
+  try {
+    if (cfg.quick) {
+      server = shared.get(target) ?? new Server(target, cfg.tools);
+      shared.set(target, server);
+      if (!server.started) await server.start();
+    } else {
+      server = new Server(target, cfg.tools);
+      await server.start();
     }
-    const last = rows[rows.length - 1];
-    proc.stderr.write(
-      `  ${target.name.padEnd(14)} ${w.row.padEnd(14)} ${last?.status ?? ""} ${
-        last?.value !== undefined ? si(last.value) + " " + (last.unit ?? "") : ""
-      } (${((performance.now() - rowStart) / 1000).toFixed(1)} s)\n`,
-    );
+    const got = await w.run({ cfg, pool, target, server });
+    if (server.exited) {
+      for (const r of got) {
+        r.status = "FAILED";
+        r.notes.push(`server ${server.exited}`);
+      }
+    }
+    rows.push(...got);
+  } catch (e) {
+    const msg = e instanceof Error ? e.message : String(e);
+    const row: Row = { row: w.row, title: w.title, target: target.name, status: "FAILED", notes: [msg.slice(0, 400)] };
+    if (server?.exited) row.notes.push(`server ${server.exited}: ${server.log.trim().slice(-300)}`);
+    rows.push(row);
+    if (!(e instanceof GenError) || pool.gens.some((g) => g.dead)) await pool.heal();
+  } finally {
+    if (!cfg.quick) await server?.stop();
   }
-  await shared?.stop();
+  const last = rows[rows.length - 1];
+  proc.stderr.write(
+    `  ${target.name.padEnd(14)} ${w.row.padEnd(14)} ${last?.status ?? ""} ${
+      last?.value !== undefined ? si(last.value) + " " + (last.unit ?? "") : ""
+    } (${((performance.now() - rowStart) / 1000).toFixed(1)} s)\n`,
+  );
 }
 
 async function main() {
@@ -202,7 +194,15 @@ async function main() {
 
   const rows: Row[] = [];
   const t0 = performance.now();
-  for (const target of targets) if (!target.missing) await runTarget(cfg, pool, target, workloads, rows);
+  // row by row, every target back to back: the ratios compare figures taken minutes
+  // apart at most, not a whole run apart (load from elsewhere drifts)
+  const shared = new Map<Target, Server>();
+  for (const w of workloads) {
+    for (const t of targets) {
+      if (!t.missing && (!t.rows || t.rows.includes(w.row))) await runOne(cfg, pool, t, w, rows, shared);
+    }
+  }
+  for (const s of shared.values()) await s.stop();
   pool.close();
 
   judge(rows, targets);

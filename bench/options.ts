@@ -17,12 +17,12 @@ export interface Opts {
   help: boolean;
 }
 
-/** Every target of a full run: beanstalkd, the ceilings, tubeway, then the log-on modes. */
+/** Every target of a full run: beanstalkd, each runtime's ceiling next to it, then the log modes. */
 export const DEFAULT_TARGETS = [
   "beanstalkd",
   "fixed-deno",
-  "fixed-bun",
   "deno",
+  "fixed-bun",
   "bun",
   "beanstalkd+b",
   "deno+b",
