@@ -1,9 +1,9 @@
 // The agreement check: does `deno task bench` measure the server, not its generator?
 // It runs our generator (bench/main.ts on an attached server) and an independent
 // one (a beanstalkd load generator written in C, given by path; never part of this
-// project) against the very same server, back to back, alternating which goes first,
-// and prints each one's median with its spread and the median of the same-moment
-// ratios ours/C. On a shared machine single runs move by 15% or more: read the
+// project) against the same server program, back to back, alternating which goes
+// first, each run on a fresh server pinned to CPU 0, and prints each one's median
+// with its spread and the median of the same-moment ratios ours/C. On a shared machine single runs move by 15% or more: read the
 // spread before the ratio.
 //
 //   bun run bench/agree.ts --cbench PATH [--servers beanstalkd,bun] [--rows put-1,put-50,rd-50x16]
@@ -153,27 +153,29 @@ async function main() {
   for (const name of o.servers) {
     const target = makeTarget(name, t, new Map());
     if (typeof target === "string" || target.missing) throw new Error(`cannot run ${name}`);
-    const server = new Server(target, t);
-    await server.start();
-    try {
-      for (const row of o.rows) {
-        const got = new Map<string, (Sample | undefined)[]>(gens.map((g) => [g, []]));
-        for (let round = 0; round < o.rounds; round++) {
-          // alternate who goes first: a drift in the machine's load then hits both alike
-          const order = round % 2 ? [...gens].reverse() : gens;
-          for (const g of order) {
+    for (const row of o.rows) {
+      const got = new Map<string, (Sample | undefined)[]>(gens.map((g) => [g, []]));
+      for (let round = 0; round < o.rounds; round++) {
+        // alternate who goes first: a drift in the machine's load then hits both alike
+        const order = round % 2 ? [...gens].reverse() : gens;
+        for (const g of order) {
+          // a fresh server of the same program for every run: our generator leaves its jobs
+          // behind (the C one drains its tube), and a server holding a million jobs is slower
+          const server = new Server(target, t);
+          await server.start();
+          try {
             const s = g === "C"
               ? runC(t, o.cbench, row, server.port, server.pid, o)
               : runOurs(t, row, server.port, server.pid, Number(g.slice(5)), o);
             if (typeof s === "string") console.log(`  ${name} ${row} ${g}: ${s}`);
             got.get(g)![round] = typeof s === "string" ? undefined : s;
-            await sleep(200);
+          } finally {
+            await server.stop();
           }
+          await sleep(200);
         }
-        report(name, row, gens, got);
       }
-    } finally {
-      await server.stop();
+      report(name, row, gens, got);
     }
   }
 }
