@@ -1,7 +1,9 @@
-// A fixed-answer server for measuring the load generator's own ceiling
-// (`bench/main.ts --targets fixed`): it frames `put` commands and answers each with
-// "INSERTED 1", answers use/watch/ignore so setup works, and does nothing else.
-// Usage: bun run bench/fixed_server.ts -l 127.0.0.1 -p PORT   (deno run -A works too)
+// A fixed-answer server: the ceiling of a runtime (`bench/main.ts --targets
+// fixed-deno,fixed-bun`). It frames `put` commands and answers each with
+// "INSERTED 1", answers use/watch/ignore so setup works, and does nothing else: no
+// queue, so what it reaches is what the runtime's socket path allows, and tubeway on
+// the same runtime is printed as a fraction of it.
+// Usage: bun run bench/fixed_server.ts -l 127.0.0.1 -p PORT   (or deno run -A)
 import { createServer, type Socket } from "node:net";
 
 // deno-lint-ignore no-explicit-any
@@ -95,6 +97,11 @@ function feed(st: State, chunk: Uint8Array): Uint8Array | null {
   return enc.encode(other + "INSERTED 1\r\n".repeat(inserted));
 }
 
+// deno-lint-ignore no-explicit-any
+const DenoNS: any = (globalThis as any).Deno;
+
+// Each runtime's own socket API, the one tubeway's adapter for it uses: the
+// ceiling is what that I/O path costs with no queue behind it.
 if (BunNS?.listen) {
   BunNS.listen({
     hostname: host,
@@ -112,6 +119,27 @@ if (BunNS?.listen) {
       },
     },
   });
+} else if (DenoNS?.listen) {
+  const listener = DenoNS.listen({ transport: "tcp", hostname: host, port });
+  // deno-lint-ignore no-explicit-any
+  const serve = async (conn: any) => {
+    conn.setNoDelay?.(true);
+    const st = new State();
+    const buf = new Uint8Array(64 * 1024);
+    try {
+      for (;;) {
+        const n: number | null = await conn.read(buf);
+        if (n === null) break;
+        // feed() keeps no reference to its input past a partial command (it copies that)
+        const out = feed(st, buf.subarray(0, n));
+        for (let off = 0; out && off < out.length;) off += await conn.write(off ? out.subarray(off) : out);
+      }
+    } catch { /* reset by the client */ }
+    try {
+      conn.close();
+    } catch { /* already closed */ }
+  };
+  for await (const conn of listener) serve(conn);
 } else {
   createServer((s: Socket) => {
     s.setNoDelay(true);

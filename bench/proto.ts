@@ -136,6 +136,15 @@ export function parse(buf: Uint8Array, onReply: OnReply): number {
   return pos;
 }
 
+/** The unparsed tail of the last read followed by the new chunk (the chunk itself when nothing was left). */
+export function joinRest(rest: Uint8Array | null, chunk: Uint8Array): Uint8Array {
+  if (!rest) return chunk;
+  const buf = new Uint8Array(rest.length + chunk.length);
+  buf.set(rest, 0);
+  buf.set(chunk, rest.length);
+  return buf;
+}
+
 /** `put pri 0 ttr len\r\n<body>\r\n` */
 export function putCmd(body: Uint8Array, pri = 0, ttr = 60): Uint8Array {
   const head = bytes(`put ${pri} 0 ${ttr} ${body.length}\r\n`);

@@ -4,23 +4,62 @@
 import { it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN, ROOT } from "../harness/paths.ts";
 import { BEANSTALKD } from "../harness/targets.ts";
 
-it("bench/main.ts --quick runs every workload on every target and checks every reply", { timeout: 120_000 }, () => {
-  const targets = ["deno", "bun", ...(BEANSTALKD ? ["beanstalkd"] : [])].join(",");
-  const r = spawnSync(BUN, ["run", join(ROOT, "bench", "main.ts"), "--quick", "--targets", targets], {
-    cwd: ROOT,
-    encoding: "utf8",
-    timeout: 110_000,
-  });
-  const out = `${r.stdout}\n${r.stderr}`;
-  assert.equal(r.status, 0, out);
-  for (const row of ["put-1", "put-50x16", "rd-50x16", "e2e-50", "mix-50", "mem-1m", "conns-10k", "tubes-10k"]) {
-    for (const target of ["deno", "bun"]) {
-      assert.match(out, new RegExp(`^${row}\\b[^\\n]*?\\s${target}\\s`, "m"), `no ${row} row for ${target}:\n${out}`);
+/** Rows of each mode of the default run, for beanstalkd (when installed), deno and bun. */
+const MODES: [string, string[]][] = [
+  ["", [
+    "put-1",
+    "put-50",
+    "put-50x16",
+    "put-50x16-16k",
+    "rd-50x16",
+    "e2e-50",
+    "mix-50",
+    "mem-1m",
+    "conns-10k",
+    "tubes-10k",
+  ]],
+  ["+b", ["put-50", "put-50x16"]],
+  ["+bf0", ["put-1", "put-50", "put-50x16"]],
+];
+const CEILING_ROWS = ["put-1", "put-50", "put-50x16", "put-50x16-16k"];
+
+it(
+  "bench/main.ts --quick runs every workload on every default target and checks every reply",
+  { timeout: 120_000 },
+  () => {
+    const dir = mkdtempSync(join(tmpdir(), "tubeway-bench-smoke-"));
+    const json = join(dir, "bench.json");
+    const r = spawnSync(BUN, ["run", join(ROOT, "bench", "main.ts"), "--quick", "--json", json], {
+      cwd: ROOT,
+      encoding: "utf8",
+      timeout: 110_000,
+    });
+    const out = `${r.stdout}\n${r.stderr}`;
+    assert.equal(r.status, 0, out);
+    const expect = (target: string, row: string) => {
+      const t = target.replace(/[+]/g, "\\+");
+      assert.match(out, new RegExp(`^${row}\\b[^\\n]*?\\s${t}\\s`, "m"), `no ${row} row for ${target}:\n${out}`);
+    };
+    for (const server of ["deno", "bun", ...(BEANSTALKD ? ["beanstalkd"] : [])]) {
+      for (const [mode, rows] of MODES) for (const row of rows) expect(server + mode, row);
     }
-  }
-  assert.doesNotMatch(out, /FAILED/, out);
-});
+    for (const ceiling of ["fixed-deno", "fixed-bun"]) for (const row of CEILING_ROWS) expect(ceiling, row);
+    // tubeway is compared with its runtime's ceiling and with beanstalkd in the same mode, from the same run
+    const rows: { row: string; target: string; ratio?: number; ceilRatio?: number; noLogRatio?: number }[] =
+      JSON.parse(readFileSync(json, "utf8")).rows;
+    rmSync(dir, { recursive: true, force: true });
+    const find = (target: string, row: string) => rows.find((x) => x.target === target && x.row === row)!;
+    for (const rt of ["deno", "bun"]) {
+      for (const row of CEILING_ROWS) assert.ok(find(rt, row).ceilRatio! > 0, `${rt} ${row} has no ×ceil`);
+      assert.ok(find(`${rt}+b`, "put-50").noLogRatio! > 0, `${rt}+b put-50 is not compared with ${rt}`);
+      if (BEANSTALKD) assert.ok(find(`${rt}+bf0`, "put-1").ratio! > 0, `${rt}+bf0 put-1 has no ×bstalkd`);
+    }
+    assert.doesNotMatch(out, /FAILED/, out);
+  },
+);
