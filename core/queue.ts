@@ -1,8 +1,7 @@
 // The queue engine: every state change of jobs, tubes and waiting clients.
 // Pure TypeScript, no I/O: time comes from the injected clock, the binlog sits behind
 // the Wal interface, and the one timer lives with the caller (see tick()).
-import { Heap } from "./heap.ts";
-import { Client, deadlineBefore, Job, readyBefore, timeSlot, type Tube, type WaitEnd } from "./model.ts";
+import { Client, deadlineBefore, Heap, Job, readyBefore, timeSlot, type Tube, type WaitEnd } from "./model.ts";
 import type { Clock } from "./clock.ts";
 import { Counters, type JobStats, jobStats, type TubeStats, tubeStats } from "./stats.ts";
 import { Tubes } from "./tubes.ts";
