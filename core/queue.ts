@@ -1,18 +1,17 @@
 // The queue engine: every state change of jobs, tubes and waiting clients.
 // Pure TypeScript, no I/O: time comes from the injected clock, the binlog sits behind
 // the Wal interface, and the one timer lives with the caller (see tick()).
-import { Heap } from "./heap.ts";
-import { Client, deadlineBefore, Job, readyBefore, timeSlot, type Tube, type WaitEnd } from "./model.ts";
+import { Client, deadlineBefore, Heap, Job, readyBefore, timeSlot, type Tube, type WaitEnd } from "./model.ts";
+import { DEADLINE_SOON_MS, Waits } from "./waits.ts";
 import type { Clock } from "./clock.ts";
-import { Counters, type JobStats, jobStats, type TubeStats, tubeStats } from "./stats.ts";
+import { Counters, type Gauges, jobGauges, type JobStats, jobStats, type TubeStats, tubeStats } from "./stats.ts";
 import { Tubes } from "./tubes.ts";
 import { Records } from "./records.ts";
 import { type JobRecord, type JobState, noWal, type Wal } from "./wal.ts";
 import { DEFAULT_BINLOG_SIZE } from "./config.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "./histogram.ts";
 
-/** DEADLINE_SOON is due this long before a reservation's TTR ends. */
-export const DEADLINE_SOON_MS = 1000;
+export { DEADLINE_SOON_MS };
 
 /** Outcome of a command the log can refuse: the reply word, or a server error. */
 export type Refusal = "NOT_FOUND" | "INTERNAL_ERROR";
@@ -23,13 +22,6 @@ export interface QueueOptions {
   maxJobSize?: number;
   wal?: Wal;
 }
-
-const wakeSlot = {
-  get: (c: Client) => c.wakeSlot,
-  set: (c: Client, i: number) => {
-    c.wakeSlot = i;
-  },
-};
 
 export class Queue {
   readonly clock: Clock;
@@ -52,16 +44,13 @@ export class Queue {
   /** Every delayed job, for promotion; every reserved job, for TTR expiry. */
   readonly #delayed = new Heap<Job>(deadlineBefore, timeSlot);
   readonly #ttr = new Heap<Job>(deadlineBefore, timeSlot);
-  /** Waiting clients by when they must be woken (timeout or DEADLINE_SOON). */
-  readonly #wakes = new Heap<Client>((a, b) => a.wakeAt < b.wakeAt, wakeSlot);
-  readonly #paused = new Set<Tube>();
+  readonly #waits = new Waits((atMs) => this.#schedule(atMs), (c, j, now) => this.#reserveFor(c, j, now));
   readonly #logging: boolean;
   #nextId = 1;
   #armed = Infinity;
   #connections = 0;
   #producers = 0;
   #workers = 0;
-  #waiting = 0;
 
   constructor(opts: QueueOptions) {
     this.clock = opts.clock;
@@ -85,7 +74,7 @@ export class Queue {
 
   /** A connection closed: its reservations go straight back to ready (no counters move). */
   disconnect(c: Client): void {
-    if (c.isWaiting) this.#endWait(c);
+    if (c.isWaiting) this.#waits.end(c);
     const touched: Tube[] = [];
     const now = this.clock.now();
     for (let j = c.reserved.head; j; j = c.reserved.head) {
@@ -94,10 +83,10 @@ export class Queue {
       if (!touched.includes(j.tube)) touched.push(j.tube);
     }
     c.use.using--;
-    this.#dropIfUnused(c.use);
+    this.#tubes.dropIfUnused(c.use);
     for (const t of c.watching) {
       t.watching--;
-      this.#dropIfUnused(t);
+      this.#tubes.dropIfUnused(t);
     }
     c.watching.length = 0;
     this.#connections--;
@@ -193,10 +182,7 @@ export class Queue {
     }
     if (soon) return "DEADLINE_SOON";
     if (timeoutMs <= 0) return "TIMED_OUT";
-    c.waitNodes = c.watching.map((t) => t.addWaiter(c));
-    c.waitUntil = now + timeoutMs;
-    this.#waiting++;
-    this.#scheduleWake(c, soonest);
+    this.#waits.begin(c, now, timeoutMs, soonest);
     return null;
   }
 
@@ -220,7 +206,7 @@ export class Queue {
     this.#unlink(j);
     this.#jobs.delete(id);
     j.tube.cmdDelete++;
-    this.#dropIfUnused(j.tube);
+    this.#tubes.dropIfUnused(j.tube);
     return "DELETED";
   }
 
@@ -329,38 +315,17 @@ export class Queue {
   // ---- tubes ----------------------------------------------------------------------
 
   use(c: Client, name: string): Tube {
-    const t = this.#tubes.obtain(name);
-    if (t !== c.use) {
-      const old = c.use;
-      t.using++;
-      old.using--;
-      c.use = t;
-      this.#dropIfUnused(old);
-    }
-    return t;
+    return this.#tubes.use(c, name);
   }
 
   /** Returns the watch count. */
   watch(c: Client, name: string): number {
-    const t = this.#tubes.obtain(name);
-    if (!c.watching.includes(t)) {
-      c.watching.push(t);
-      t.watching++;
-    }
-    return c.watching.length;
+    return this.#tubes.watch(c, name);
   }
 
   /** Returns the watch count, or NOT_IGNORED when t is the only watched tube. Never creates a tube. */
   ignore(c: Client, name: string): number | "NOT_IGNORED" {
-    const t = this.#tubes.get(name);
-    const i = t ? c.watching.indexOf(t) : -1;
-    if (i < 0) return c.watching.length;
-    if (c.watching.length === 1) return "NOT_IGNORED";
-    c.watching[i] = c.watching[c.watching.length - 1]!;
-    c.watching.pop();
-    t!.watching--;
-    this.#dropIfUnused(t!);
-    return c.watching.length;
+    return this.#tubes.ignore(c, name);
   }
 
   /** pause-tube; 0 s unpauses at once and serves waiting clients. False if no such tube. */
@@ -370,12 +335,12 @@ export class Queue {
     t.cmdPauseTube++;
     if (delaySec === 0) {
       t.pauseMs = t.unpauseAt = 0;
-      this.#paused.delete(t);
+      this.#tubes.paused.delete(t);
       this.#serve([t]);
     } else {
       t.pauseMs = delaySec * 1000;
       t.unpauseAt = this.clock.now() + t.pauseMs;
-      this.#paused.add(t);
+      this.#tubes.paused.add(t);
       this.#schedule(t.unpauseAt);
     }
     return true;
@@ -417,22 +382,16 @@ export class Queue {
       j.tube.pushReady(j, now);
       touched.add(j.tube);
     }
-    for (const t of this.#paused) {
+    for (const t of this.#tubes.paused) {
       if (t.unpauseAt <= now) {
         t.pauseMs = t.unpauseAt = 0;
-        this.#paused.delete(t);
+        this.#tubes.paused.delete(t);
         touched.add(t);
       }
     }
     if (touched.size > 0) this.#serve([...touched]);
     const walIn = this.#logging ? this.wal.tick(now) : undefined;
-    for (let c = this.#wakes.peek(); c && c.wakeAt <= now; c = this.#wakes.peek()) {
-      this.#wakes.pop();
-      const soonest = c.soonestDeadline();
-      if (soonest - DEADLINE_SOON_MS <= now) this.#finishWait(c, "DEADLINE_SOON");
-      else if (c.waitUntil <= now) this.#finishWait(c, "TIMED_OUT");
-      else this.#scheduleWake(c, soonest);
-    }
+    this.#waits.wakeDue(now);
     this.#armed = walIn === undefined ? this.nextDue() : Math.min(this.nextDue(), now + walIn);
     return this.#armed;
   }
@@ -444,15 +403,15 @@ export class Queue {
     if (d) t = d.deadline;
     const r = this.#ttr.peek();
     if (r && r.deadline < t) t = r.deadline;
-    const w = this.#wakes.peek();
-    if (w && w.wakeAt < t) t = w.wakeAt;
-    for (const p of this.#paused) if (p.unpauseAt < t) t = p.unpauseAt;
+    const w = this.#waits.nextWake();
+    if (w < t) t = w;
+    for (const p of this.#tubes.paused) if (p.unpauseAt < t) t = p.unpauseAt;
     return t;
   }
 
   /** End a client's wait without a job (its peer half-closed): TIMED_OUT. */
   cancelWait(c: Client): void {
-    if (c.isWaiting) this.#finishWait(c, "TIMED_OUT");
+    if (c.isWaiting) this.#waits.finish(c, "TIMED_OUT");
   }
 
   // ---- stats ----------------------------------------------------------------------
@@ -468,26 +427,14 @@ export class Queue {
   }
 
   /** The gauges of `stats`. */
-  gauges() {
-    let urgent = 0, ready = 0, reserved = 0, delayed = 0, buried = 0;
-    for (const t of this.#tubes.all()) {
-      urgent += t.urgent;
-      ready += t.ready.size;
-      reserved += t.reserved;
-      delayed += t.delayed.size;
-      buried += t.buried.size;
-    }
+  gauges(): Gauges {
     return {
-      urgent,
-      ready,
-      reserved,
-      delayed,
-      buried,
+      ...jobGauges(this.#tubes.all()),
       tubes: this.#tubes.size,
       connections: this.#connections,
       producers: this.#producers,
       workers: this.#workers,
-      waiting: this.#waiting,
+      waiting: this.#waits.count,
     };
   }
 
@@ -499,27 +446,7 @@ export class Queue {
    * Ids continue above maxId. Counters are not restored (as 1.12).
    */
   restore(records: Iterable<JobRecord>, maxId: number): void {
-    const wallNow = this.clock.wallMs();
-    const now = this.clock.now();
-    for (const r of records) {
-      if (r.state === "deleted" || !r.body) continue;
-      const t = this.#tubes.obtain(r.tube);
-      const j = new Job(r.id, t, r.pri, r.delayMs, r.ttrMs, r.body, this.#records.mono(r.createdAtMs));
-      j.reserves = r.reserves;
-      j.timeouts = r.timeouts;
-      j.releases = r.releases;
-      j.buries = r.buries;
-      j.kicks = r.kicks;
-      this.#jobs.set(j.id, j);
-      if (r.state === "buried") {
-        j.state = "buried";
-        t.buried.push(j);
-      } else if (r.state === "delayed" && r.deadlineAtMs > wallNow) {
-        j.state = "delayed";
-        j.deadline = this.#records.mono(r.deadlineAtMs);
-        this.#addDelayed(j);
-      } else t.pushReady(j, now);
-    }
+    this.#records.restore(records, this.#tubes, (j) => this.#jobs.set(j.id, j), (j) => this.#addDelayed(j));
     this.#nextId = Math.max(this.#nextId, maxId + 1);
   }
 
@@ -530,11 +457,6 @@ export class Queue {
   }
 
   // ---- internals ------------------------------------------------------------------
-
-  /** Tubes live while anything refers to them; "default" always. A pause keeps nothing alive. */
-  #dropIfUnused(t: Tube): void {
-    if (this.#tubes.dropIfUnused(t)) this.#paused.delete(t);
-  }
 
   #ownedBy(c: Client, id: number): Job | undefined {
     const j = this.#jobs.get(id);
@@ -583,54 +505,9 @@ export class Queue {
     this.#schedule(j.deadline);
   }
 
-  /**
-   * Hand ready jobs to waiting clients until no unpaused tube among `tubes` has both.
-   * Each round takes the best (pri, id) job among those tubes and gives it to that
-   * tube's longest-waiting client. Only tubes that just changed can newly have both,
-   * so callers pass just those.
-   */
+  /** Hand ready jobs of these tubes to their waiting clients (see Waits.serve). */
   #serve(tubes: Tube[]): void {
-    if (tubes.length === 0) return;
-    const now = this.clock.now();
-    for (;;) {
-      let bt: Tube | undefined;
-      let bj: Job | undefined;
-      for (const t of tubes) {
-        if (t.waiting === 0 || t.unpauseAt > now) continue;
-        const j = t.ready.peek();
-        if (j && (!bj || readyBefore(j, bj))) {
-          bt = t;
-          bj = j;
-        }
-      }
-      if (!bt || !bj) return;
-      const c = bt.waiters.head!.client;
-      this.#endWait(c);
-      bt.removeReady(bj);
-      this.#reserveFor(c, bj, now);
-      c.onWake(bj);
-    }
-  }
-
-  #scheduleWake(c: Client, soonest: number): void {
-    c.wakeAt = Math.min(c.waitUntil, soonest - DEADLINE_SOON_MS);
-    if (c.wakeAt < Infinity) {
-      this.#wakes.push(c);
-      this.#schedule(c.wakeAt);
-    }
-  }
-
-  #finishWait(c: Client, why: WaitEnd): void {
-    this.#endWait(c);
-    c.onWake(why);
-  }
-
-  #endWait(c: Client): void {
-    for (const n of c.waitNodes!) n.tube.removeWaiter(n);
-    c.waitNodes = null;
-    if (c.wakeSlot >= 0) this.#wakes.remove(c);
-    c.wakeAt = c.waitUntil = Infinity;
-    this.#waiting--;
+    if (tubes.length > 0) this.#waits.serve(tubes, this.clock.now());
   }
 
   /**

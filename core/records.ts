@@ -1,7 +1,8 @@
 // Jobs as the log sees them: plain JobRecords with wall-clock times (monotonic time
-// means nothing after a restart), and back.
+// means nothing after a restart), and back: restore() rebuilds recovered jobs.
 import type { Clock } from "./clock.ts";
-import type { Job } from "./model.ts";
+import { Job } from "./model.ts";
+import type { Tubes } from "./tubes.ts";
 import type { JobRecord, JobState } from "./wal.ts";
 
 export class Records {
@@ -54,5 +55,35 @@ export class Records {
     };
     if (withBody) rec.body = j.body;
     return rec;
+  }
+
+  /**
+   * Rebuild jobs recovered from the log into their tubes; `keep` stores each one, `delay`
+   * schedules a delayed one (its deadline set). Reserved jobs come back ready; delayed
+   * jobs keep their absolute deadline (ready at once if it has passed); buried order is
+   * kept. Counters are not restored (as 1.12).
+   */
+  restore(records: Iterable<JobRecord>, tubes: Tubes, keep: (j: Job) => void, delay: (j: Job) => void): void {
+    const wallNow = this.#clock.wallMs();
+    const now = this.#clock.now();
+    for (const r of records) {
+      if (r.state === "deleted" || !r.body) continue;
+      const t = tubes.obtain(r.tube);
+      const j = new Job(r.id, t, r.pri, r.delayMs, r.ttrMs, r.body, this.mono(r.createdAtMs));
+      j.reserves = r.reserves;
+      j.timeouts = r.timeouts;
+      j.releases = r.releases;
+      j.buries = r.buries;
+      j.kicks = r.kicks;
+      keep(j);
+      if (r.state === "buried") {
+        j.state = "buried";
+        t.buried.push(j);
+      } else if (r.state === "delayed" && r.deadlineAtMs > wallNow) {
+        j.state = "delayed";
+        j.deadline = this.mono(r.deadlineAtMs);
+        delay(j);
+      } else t.pushReady(j, now);
+    }
   }
 }

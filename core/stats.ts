@@ -120,3 +120,25 @@ export function tubeStats(t: Tube, now: number): TubeStats {
     pauseTimeLeft: paused ? Math.trunc((t.unpauseAt - now) / 1000) : 0,
   };
 }
+
+/** The job gauges of `stats`, summed over every tube. */
+export function jobGauges(tubes: readonly Tube[]) {
+  let urgent = 0, ready = 0, reserved = 0, delayed = 0, buried = 0;
+  for (const t of tubes) {
+    urgent += t.urgent;
+    ready += t.ready.size;
+    reserved += t.reserved;
+    delayed += t.delayed.size;
+    buried += t.buried.size;
+  }
+  return { urgent, ready, reserved, delayed, buried };
+}
+
+/** The gauges of `stats`: jobs by state, tubes, connections by kind. */
+export type Gauges = ReturnType<typeof jobGauges> & {
+  tubes: number;
+  connections: number;
+  producers: number;
+  workers: number;
+  waiting: number;
+};

@@ -2,12 +2,17 @@
 // first referred to and removed as soon as nothing refers to them; "default" always
 // exists. The list is an unordered multiset as in 1.12: new tubes are appended and a
 // removed tube's slot takes the last one, which is the order list-tubes shows.
-import { Tube } from "./model.ts";
+//
+// The tube commands a client gives (use, watch, ignore) live here too: they change only
+// which tubes exist and who refers to them.
+import { type Client, Tube } from "./model.ts";
 
 export class Tubes {
   readonly #byName = new Map<string, Tube>();
   readonly #list: Tube[] = [];
   readonly default: Tube;
+  /** Paused tubes, for the timer to unpause. */
+  readonly paused = new Set<Tube>();
 
   constructor() {
     this.default = this.obtain("default");
@@ -43,11 +48,49 @@ export class Tubes {
       last.listSlot = t.listSlot;
     }
     t.listSlot = -1;
+    this.paused.delete(t);
     return true;
   }
 
   /** In list-tubes order. */
   all(): readonly Tube[] {
     return this.#list;
+  }
+
+  // ---- tube commands ------------------------------------------------------------
+
+  use(c: Client, name: string): Tube {
+    const t = this.obtain(name);
+    if (t !== c.use) {
+      const old = c.use;
+      t.using++;
+      old.using--;
+      c.use = t;
+      this.dropIfUnused(old);
+    }
+    return t;
+  }
+
+  /** Returns the watch count. */
+  watch(c: Client, name: string): number {
+    const t = this.obtain(name);
+    if (!c.watching.includes(t)) {
+      c.watching.push(t);
+      t.watching++;
+    }
+    return c.watching.length;
+  }
+
+  /** Returns the watch count, or NOT_IGNORED when t is the only watched tube. Never creates a tube. */
+  ignore(c: Client, name: string): number | "NOT_IGNORED" {
+    const t = this.get(name);
+    const i = t ? c.watching.indexOf(t) : -1;
+    if (i < 0) return c.watching.length;
+    if (c.watching.length === 1) return "NOT_IGNORED";
+    c.watching[i] = c.watching[c.watching.length - 1]!;
+    c.watching.pop();
+    t!.watching--;
+    this.dropIfUnused(t!);
+    return c.watching.length;
   }
 }

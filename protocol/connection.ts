@@ -10,10 +10,9 @@
 // acks), no further commands are processed and `wantsInput` is false, so the adapter
 // stops reading. A client that pipelines and never reads stalls on its own TCP window,
 // holding at most about OUT_HIGH of replies (bigger job bodies are held by reference,
-// not copied: see reply.ts); server memory per connection stays bounded.
+// not copied: see Output in dispatch.ts); server memory per connection stays bounded.
 import { BODY, LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "./parser.ts";
-import { R } from "./reply.ts";
-import { type ConnectionContext, dispatch, putBody, reserved, Session } from "./dispatch.ts";
+import { type ConnectionContext, dispatch, putBody, R, reserved, Session } from "./dispatch.ts";
 import type { Job, WaitEnd } from "../core/model.ts";
 import { assertNever } from "./never.ts";
 import { afterIO } from "./yield.ts";
@@ -130,7 +129,7 @@ export class Connection {
       try {
         switch (ev) {
           case LINE:
-            dispatch(this.#s, p.buf, p.lineStart, p.lineEnd);
+            dispatch(this.#s, p.lineBuf, p.lineStart, p.lineEnd);
             break;
           case BODY:
             putBody(this.#s, p.body);

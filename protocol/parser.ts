@@ -12,7 +12,7 @@
 
 /** Result codes of next(). */
 export const NEED_MORE = 0;
-/** A command line is at buf[lineStart, lineEnd) (CRLF excluded). */
+/** A command line is at lineBuf[lineStart, lineEnd) (CRLF excluded). */
 export const LINE = 1;
 /** An over-long line was discarded through its CRLF: reply BAD_FORMAT once. */
 export const OVERLONG = 2;
@@ -39,13 +39,12 @@ const EMPTY = new Uint8Array(0);
 
 export class Parser {
   /** The input: a pushed chunk, or the parser's own buffer; bytes [r, w) are received and not yet consumed. */
-  buf: Uint8Array = EMPTY;
-  r = 0;
-  w = 0;
-  lineStart = 0;
-  lineEnd = 0;
-  /** The completed body after BODY (includes its trailing CRLF). */
-  body: Uint8Array = new Uint8Array(0);
+  #buf: Uint8Array = EMPTY;
+  #r = 0;
+  #w = 0;
+  #lineStart = 0;
+  #lineEnd = 0;
+  #body: Uint8Array = new Uint8Array(0);
 
   #mode = MODE_LINE;
   /** Where the CR search resumes in the current partial line (absolute index). */
@@ -66,9 +65,30 @@ export class Parser {
     this.#alloc = alloc;
   }
 
+  /** After LINE: the command line is lineBuf[lineStart, lineEnd) (CRLF excluded), valid until the next call. */
+  get lineBuf(): Uint8Array {
+    return this.#buf;
+  }
+  /** See lineBuf. */
+  get lineStart(): number {
+    return this.#lineStart;
+  }
+  /** See lineBuf. */
+  get lineEnd(): number {
+    return this.#lineEnd;
+  }
+  /** After BODY: the completed body, its trailing CRLF included. */
+  get body(): Uint8Array {
+    return this.#body;
+  }
+  /** The size of the input buffer held (0 when idle): for memory bounds. */
+  get heldBytes(): number {
+    return this.#buf.length;
+  }
+
   /** Bytes received but not yet consumed. */
   get buffered(): number {
-    return this.w - this.r;
+    return this.#w - this.#r;
   }
 
   /**
@@ -77,21 +97,21 @@ export class Parser {
    * to the leftover, in the parser's own buffer.
    */
   push(chunk: Uint8Array): void {
-    if (this.r === this.w) {
-      this.buf = chunk;
-      this.r = this.#scan = 0;
-      this.w = chunk.length;
+    if (this.#r === this.#w) {
+      this.#buf = chunk;
+      this.#r = this.#scan = 0;
+      this.#w = chunk.length;
       this.#borrowed = true;
       return;
     }
-    if (this.#borrowed) this.#relocate(Math.max(this.#minBuf, this.w - this.r + chunk.length));
-    else if (this.buf.length - this.w < chunk.length) {
-      let size = Math.max(this.buf.length, this.#minBuf);
-      while (size - (this.w - this.r) < chunk.length) size *= 2;
+    if (this.#borrowed) this.#relocate(Math.max(this.#minBuf, this.#w - this.#r + chunk.length));
+    else if (this.#buf.length - this.#w < chunk.length) {
+      let size = Math.max(this.#buf.length, this.#minBuf);
+      while (size - (this.#w - this.#r) < chunk.length) size *= 2;
       this.#relocate(size);
     }
-    this.buf.set(chunk, this.w);
-    this.w += chunk.length;
+    this.#buf.set(chunk, this.#w);
+    this.#w += chunk.length;
   }
 
   /**
@@ -99,18 +119,18 @@ export class Parser {
    * left of it in a buffer of our own, and hold no buffer when nothing is left.
    */
   release(): void {
-    if (this.r === this.w) {
-      this.buf = EMPTY;
-      this.r = this.w = this.#scan = 0;
+    if (this.#r === this.#w) {
+      this.#buf = EMPTY;
+      this.#r = this.#w = this.#scan = 0;
       this.#borrowed = false;
     } else if (this.#borrowed) {
-      this.#relocate(Math.max(this.#minBuf, this.w - this.r));
+      this.#relocate(Math.max(this.#minBuf, this.#w - this.#r));
     }
   }
 
   /** After a put line: the next n bytes (body + CRLF) form the body. */
   expectBody(n: number): void {
-    this.body = this.#alloc(n);
+    this.#body = this.#alloc(n);
     this.#bodyHave = 0;
     this.#mode = MODE_BODY;
   }
@@ -129,16 +149,16 @@ export class Parser {
       case MODE_DISCARD:
         return this.#discard();
       case MODE_BODY:
-        return this.#body();
+        return this.#bodyBytes();
       default:
         return this.#skip();
     }
   }
 
   #line(): ParseEvent {
-    const buf = this.buf;
-    const w = this.w;
-    const r = this.r;
+    const buf = this.#buf;
+    const w = this.#w;
+    const r = this.#r;
     let i = this.#scan > r ? this.#scan : r;
     // A line ends at the first CR that is followed by LF (1.12 looks only at the first
     // CR, so "abc\rdef\r\n" would hang until the overflow rule fired; we do not copy that).
@@ -153,11 +173,11 @@ export class Parser {
         break;
       }
       if (buf[cr + 1] === LF) {
-        this.r = cr + 2;
-        this.#scan = this.r;
+        this.#r = cr + 2;
+        this.#scan = this.#r;
         if (cr + 2 - r > LINE_MAX) return OVERLONG;
-        this.lineStart = r;
-        this.lineEnd = cr;
+        this.#lineStart = r;
+        this.#lineEnd = cr;
         return LINE;
       }
       i = cr + 1;
@@ -165,7 +185,7 @@ export class Parser {
     if (w - r >= LINE_MAX) {
       // No CRLF within the line limit: drop what we have and discard up to the next CRLF.
       this.#discardCR = buf[w - 1] === CR;
-      this.r = this.w = this.#scan = 0;
+      this.#r = this.#w = this.#scan = 0;
       this.#mode = MODE_DISCARD;
       return NEED_MORE;
     }
@@ -174,11 +194,11 @@ export class Parser {
   }
 
   #discard(): ParseEvent {
-    const buf = this.buf;
-    const w = this.w;
-    let i = this.r;
+    const buf = this.#buf;
+    const w = this.#w;
+    let i = this.#r;
     if (i < w && this.#discardCR && buf[i] === LF) {
-      this.r = i + 1;
+      this.#r = i + 1;
       this.#mode = MODE_LINE;
       this.#discardCR = false;
       return OVERLONG;
@@ -187,56 +207,56 @@ export class Parser {
       const cr = i < w ? buf.indexOf(CR, i) : -1;
       if (cr < 0 || cr >= w - 1) break;
       if (buf[cr + 1] === LF) {
-        this.r = this.#scan = cr + 2;
+        this.#r = this.#scan = cr + 2;
         this.#mode = MODE_LINE;
         this.#discardCR = false;
         return OVERLONG;
       }
       i = cr + 1;
     }
-    this.#discardCR = w > this.r && buf[w - 1] === CR;
-    this.r = this.w = this.#scan = 0;
+    this.#discardCR = w > this.#r && buf[w - 1] === CR;
+    this.#r = this.#w = this.#scan = 0;
     return NEED_MORE;
   }
 
-  #body(): ParseEvent {
-    const need = this.body.length - this.#bodyHave;
-    const n = Math.min(need, this.w - this.r);
+  #bodyBytes(): ParseEvent {
+    const need = this.#body.length - this.#bodyHave;
+    const n = Math.min(need, this.#w - this.#r);
     if (n > 0) {
-      this.body.set(this.buf.subarray(this.r, this.r + n), this.#bodyHave);
+      this.#body.set(this.#buf.subarray(this.#r, this.#r + n), this.#bodyHave);
       this.#bodyHave += n;
-      this.r += n;
+      this.#r += n;
     }
-    if (this.#bodyHave < this.body.length) return NEED_MORE;
+    if (this.#bodyHave < this.#body.length) return NEED_MORE;
     this.#mode = MODE_LINE;
-    this.#scan = this.r;
+    this.#scan = this.#r;
     return BODY;
   }
 
   #skip(): ParseEvent {
-    const n = Math.min(this.#skipLeft, this.w - this.r);
+    const n = Math.min(this.#skipLeft, this.#w - this.#r);
     this.#skipLeft -= n;
-    this.r += n;
+    this.#r += n;
     if (this.#skipLeft > 0) return NEED_MORE;
     this.#mode = MODE_LINE;
-    this.#scan = this.r;
+    this.#scan = this.#r;
     return SKIPPED;
   }
 
   /** Move the unconsumed bytes to the start of a buffer of ours of `size` bytes. */
   #relocate(size: number): void {
-    const len = this.w - this.r;
-    const scan = this.#scan - this.r;
-    if (size === this.buf.length && !this.#borrowed) {
-      this.buf.copyWithin(0, this.r, this.w);
+    const len = this.#w - this.#r;
+    const scan = this.#scan - this.#r;
+    if (size === this.#buf.length && !this.#borrowed) {
+      this.#buf.copyWithin(0, this.#r, this.#w);
     } else {
       const nb = new Uint8Array(size);
-      nb.set(this.buf.subarray(this.r, this.w));
-      this.buf = nb;
+      nb.set(this.#buf.subarray(this.#r, this.#w));
+      this.#buf = nb;
       this.#borrowed = false;
     }
-    this.r = 0;
-    this.w = len;
+    this.#r = 0;
+    this.#w = len;
     this.#scan = scan > 0 ? scan : 0;
   }
 }

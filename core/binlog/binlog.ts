@@ -1,5 +1,5 @@
 // The write-ahead log behind `-b DIR`: openBinlog, the write path, rotation, collection of
-// dead files and compaction. Why it works the way it does (batching, the disk-full reserve,
+// dead files; the compaction policy is compaction.ts. Why it works the way it does (batching, the disk-full reserve,
 // which files may go when, ids): README.md in this folder.
 import type { Files } from "../files.ts";
 import { errorText, joinPath } from "../files.ts";
@@ -7,7 +7,8 @@ import type { JobRecord, JobState, Recovered, Wal } from "../wal.ts";
 import type { Clock } from "../clock.ts";
 import { encodeIdsAt, encodeJobAt, fullRecordSize, IDS_RECORD_SIZE, SHORT_RECORD_SIZE } from "./codec.ts";
 import { jobsInOrder, replay } from "./recover.ts";
-import { Ballast, ballastFor, WRITE_RESERVE } from "./ballast.ts";
+import { Ballast, WRITE_RESERVE } from "./ballast.ts";
+import { Compaction } from "./compaction.ts";
 import { GroupCommit } from "./sync.ts";
 import { Segments } from "./segments.ts";
 import { IdMark } from "./ids.ts";
@@ -89,8 +90,7 @@ export class Binlog implements Wal {
   #ballast: Ballast;
   #commit: GroupCommit;
   #lastSyncMs = -Infinity;
-  #credit = 0;
-  #compactQueued = false;
+  #compaction: Compaction;
   #relieveQueued = false;
   #needCheckpoint = false;
   #closed = false;
@@ -142,6 +142,15 @@ export class Binlog implements Wal {
     this.#segs.rotate(this.#idHigh);
     this.#segs.collectAtStart();
     this.#commit = new GroupCommit(() => this.#sync(), () => this.#segs.position);
+    this.#compaction = new Compaction({
+      segs: this.#segs,
+      homes: this.#homes,
+      ballast: this.#ballast,
+      maxFileSize: opts.maxFileSize,
+      closed: () => this.#closed,
+      migrate: (id, rescue) => this.#migrate(id, rescue),
+      collect: () => this.#collect(),
+    });
     if (this.#segs.pendingDead > 0) this.#commit.kick();
   }
 
@@ -389,15 +398,7 @@ export class Binlog implements Wal {
   }
 
   #afterWrite(n: number): void {
-    if (this.#wasteful()) {
-      this.#credit += 2 * n;
-      if (!this.#compactQueued) {
-        this.#compactQueued = true;
-        queueMicrotask(() => this.#compact());
-      }
-    } else {
-      this.#credit = 0;
-    }
+    this.#compaction.afterWrite(n);
     this.#collect();
   }
 
@@ -443,52 +444,9 @@ export class Binlog implements Wal {
     this.#segs.collect(this.#commit.synced, this.#idsCovered());
   }
 
-  #wasteful(): boolean {
-    const s = this.#segs;
-    return s.count >= 2 && s.bytes - s.pendingDead > 2 * this.#homes.liveBytes + 2 * this.#opts.maxFileSize;
-  }
-
-  #compact(): void {
-    this.#compactQueued = false;
-    let rescue = false;
-    while (!this.#closed && this.#credit > 0 && this.#wasteful()) {
-      const id = this.#segs.oldestLiveId();
-      if (id === undefined) break;
-      const before = this.#segs.position;
-      if (!this.#migrate(id, rescue)) {
-        if (!rescue && (rescue = this.#rescuable(id))) continue;
-        this.#credit = 0;
-        break;
-      }
-      this.#credit -= this.#segs.position - before;
-      this.#collect();
-    }
-    // the moves go to the file now, not with the next batch of some connection
-    this.#segs.flush();
-    this.#collect();
-  }
-
-  /**
-   * On a full disk (the ballast cannot grow back after giving room to a batch),
-   * compaction could never move the last live jobs out of the oldest file, so the
-   * dead files behind them would never go and puts would stay refused after every
-   * delete. Moving them anyway is a net gain when they are a small part of their
-   * file and the ballast holds their bytes beyond what the live jobs' deletes need:
-   * the records draw on the ballast (as a delete does), and once the file is
-   * collected, the space is back and the ballast grows again.
-   */
-  #rescuable(id: number): boolean {
-    const jobs = this.#homes.jobs;
-    const file = jobs.get(id)?.file;
-    if (!file || file === this.#segs.current) return false;
-    let live = 0;
-    for (const other of file.ids) live += jobs.get(other)?.size ?? 0;
-    return live <= file.size / 2 && live + ballastFor(jobs.size) <= this.#ballast.size;
-  }
-
   /**
    * Rewrite a live job's full record, with its current state, into the current file.
-   * `rescue`: even when the ballast is short (see #rescuable).
+   * `rescue`: even when the ballast is short (see compaction.ts).
    */
   #migrate(id: number, rescue = false): boolean {
     const j = this.#homes.jobs.get(id)!;

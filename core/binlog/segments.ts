@@ -10,7 +10,7 @@
 // when names changed), or once a blocking fsync (syncNow) covered p and a round
 // that began after the file was created has succeeded (so its name is on disk).
 //
-// Records are not written one by one: add() puts them in a pending buffer (sizes
+// Records are not written one by one: add() puts them in a pending buffer (pending.ts) (sizes
 // and positions move at once, as if written) and flush() appends the whole buffer
 // with one write. Everything that needs the bytes in the file flushes first:
 // rotation (the buffer belongs to the current file), removal of a dead file, the
@@ -22,6 +22,7 @@
 import type { AppendFile, Files } from "../files.ts";
 import { errorCode, errorText, joinPath } from "../files.ts";
 import { encodeFileHeader, FILE_HEADER_SIZE, LOG_NAME_PREFIX, saltState } from "./codec.ts";
+import { Pending } from "./pending.ts";
 
 export interface LogFile {
   seq: number;
@@ -77,11 +78,7 @@ export class Segments {
   /** Files whose fsync a running syncAll() awaits: their handles must stay open. */
   #inSync = new Set<LogFile>();
   /** Records added but not yet written, all for the current file. */
-  #buf: Uint8Array<ArrayBuffer> = new Uint8Array(PENDING_START);
-  #view: DataView<ArrayBuffer> = new DataView(this.#buf.buffer);
-  #pending = 0;
-  /** Bytes of pending records the ballast stands for (see ballast.ts). */
-  #pendingCovered = 0;
+  readonly #pending = new Pending();
   /** Gives back ballast space when a flush hits ENOSPC. */
   ballast: Release | undefined;
   /** After every flush that had bytes to write: whether they are in the file now. */
@@ -213,7 +210,7 @@ export class Segments {
 
   /** Bytes added but not yet written. */
   get pending(): number {
-    return this.#pending;
+    return this.#pending.size;
   }
 
   /**
@@ -225,24 +222,11 @@ export class Segments {
    */
   add(n: number, covered: boolean, write: (buf: Uint8Array, v: DataView, at: number) => void): void {
     const f = this.current!;
-    const at = this.#pending;
-    if (at + n > this.#buf.length) {
-      const grown = new Uint8Array(Math.max(at + n, 2 * this.#buf.length));
-      grown.set(this.#buf.subarray(0, at));
-      this.#setBuf(grown);
-    }
-    write(this.#buf, this.#view, at);
-    this.#pending = at + n;
-    if (covered) this.#pendingCovered += n;
+    this.#pending.add(n, covered, write);
     f.size += n;
     this.bytes += n;
     this.position += n;
     f.lastWrite = this.position;
-  }
-
-  #setBuf(b: Uint8Array<ArrayBuffer>): void {
-    this.#buf = b;
-    this.#view = new DataView(b.buffer, b.byteOffset, b.byteLength);
   }
 
   /**
@@ -253,15 +237,14 @@ export class Segments {
    * (or a failed cut) marks the file broken: the next write starts a new one.
    */
   flush(): boolean {
-    const n = this.#pending;
+    const n = this.#pending.size;
     if (n === 0) return true;
     const f = this.current!;
     const h = f.handle!;
-    const bytes = this.#buf.subarray(0, n);
+    const taken = this.#pending.take();
+    const bytes = taken.bytes;
     const before = f.size - n;
-    let budget = this.#pendingCovered;
-    this.#pending = 0;
-    this.#pendingCovered = 0;
+    let budget = taken.covered;
     for (;;) {
       try {
         h.append(bytes);
@@ -283,21 +266,16 @@ export class Segments {
         const now = clean ? before : h.size();
         this.bytes += now - f.size;
         f.size = now;
-        this.#shrink();
+        this.#pending.shrink();
         this.#complain(`binlog: cannot write ${f.path}: ${errorText(e)}`);
         this.onFlush?.(false);
         return false;
       }
     }
-    this.#shrink();
+    this.#pending.shrink();
     this.#complained = false;
     this.onFlush?.(true);
     return true;
-  }
-
-  /** Do not keep a buffer grown by one big batch. */
-  #shrink(): void {
-    if (this.#buf.length > PENDING_KEEP) this.#setBuf(new Uint8Array(PENDING_START));
   }
 
   /**
@@ -487,8 +465,6 @@ export class Segments {
 }
 
 /** Initial size of the pending buffer, and the most it keeps after a flush. */
-const PENDING_START = 64 * 1024;
-const PENDING_KEEP = 1024 * 1024;
 
 function closeQuietly(h: AppendFile | undefined): void {
   try {

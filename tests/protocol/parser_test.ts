@@ -142,14 +142,14 @@ describe("Parser framing", () => {
     const p = new Parser(16);
     p.push(bytes("stats\r\nuse a\r\nlist"));
     assert.equal(p.next(), LINE);
-    assert.equal(text(p.buf.subarray(p.lineStart, p.lineEnd)), "stats");
+    assert.equal(text(p.lineBuf.subarray(p.lineStart, p.lineEnd)), "stats");
     assert.equal(p.next(), LINE);
-    assert.equal(text(p.buf.subarray(p.lineStart, p.lineEnd)), "use a");
+    assert.equal(text(p.lineBuf.subarray(p.lineStart, p.lineEnd)), "use a");
     assert.equal(p.next(), NEED_MORE);
     assert.equal(p.buffered, 4);
     p.push(bytes("-tubes\r\n"));
     assert.equal(p.next(), LINE);
-    assert.equal(text(p.buf.subarray(p.lineStart, p.lineEnd)), "list-tubes");
+    assert.equal(text(p.lineBuf.subarray(p.lineStart, p.lineEnd)), "list-tubes");
   });
 
   it("holds no input buffer between commands, and keeps a partial line after the caller reuses its chunk", () => {
@@ -163,18 +163,18 @@ describe("Parser framing", () => {
     assert.equal(p.next(), LINE);
     assert.equal(p.next(), NEED_MORE);
     p.release();
-    assert.equal(p.buf.length, 0, "idle: no buffer held");
+    assert.equal(p.heldBytes, 0, "idle: no buffer held");
     p.push(fill("use a\r\nlist"));
     assert.equal(p.next(), LINE);
     assert.equal(p.next(), NEED_MORE);
     p.release(); // "list" is copied out of `read`
-    assert.notEqual(p.buf.buffer, read.buffer);
+    assert.notEqual(p.lineBuf.buffer, read.buffer);
     p.push(fill("-tubes\r\n"));
     assert.equal(p.next(), LINE);
-    assert.equal(text(p.buf.subarray(p.lineStart, p.lineEnd)), "list-tubes");
+    assert.equal(text(p.lineBuf.subarray(p.lineStart, p.lineEnd)), "list-tubes");
     assert.equal(p.next(), NEED_MORE);
     p.release();
-    assert.equal(p.buf.length, 0, "idle again: the leftover buffer is dropped");
+    assert.equal(p.heldBytes, 0, "idle again: the leftover buffer is dropped");
   });
 
   it("discards an over-long line in bounded memory", () => {
@@ -183,7 +183,7 @@ describe("Parser framing", () => {
     for (let i = 0; i < 256; i++) {
       p.push(chunk);
       assert.equal(p.next(), NEED_MORE);
-      assert.ok(p.buf.length <= 16384, `buffer grew to ${p.buf.length}`);
+      assert.ok(p.heldBytes <= 16384, `buffer grew to ${p.heldBytes}`);
     }
     p.push(bytes("\r\nstats\r\n"));
     assert.equal(p.next(), OVERLONG);

@@ -606,9 +606,14 @@ function badInputSuite(target: Target, scope: Scope): void {
       const MAX_BYTES = 24 * 1024 * 1024;
       let sent = 0;
       let done = false;
+      // Count-based, not timed (speed goals are benchmarks, and this box is loaded): the
+      // flood goes on until the worker has had WANT round trips, so a server that served
+      // only the flooder would leave the worker short when the flood hits its caps.
+      const WANT = 20;
+      const latencies: number[] = [];
       const flood = (async () => {
         const t0 = Date.now();
-        for (let i = 0; i < 5000 && Date.now() - t0 < 1000 && sent < MAX_BYTES; i++) {
+        for (let i = 0; i < 5000 && latencies.length < WANT && Date.now() - t0 < 15_000 && sent < MAX_BYTES; i++) {
           const chunk = garbage(next, 32 * 1024);
           g.send(chunk);
           sent += chunk.length;
@@ -618,9 +623,8 @@ function badInputSuite(target: Target, scope: Scope): void {
         }
         done = true;
       })();
-      const latencies: number[] = [];
       try {
-        while (!done && latencies.length < 2000) {
+        while (!done && latencies.length < WANT) {
           const t0 = Date.now();
           await roundTrip(worker, "the worker during the flood");
           latencies.push(Date.now() - t0);
@@ -629,8 +633,8 @@ function badInputSuite(target: Target, scope: Scope): void {
         await flood;
       }
       const worst = Math.max(...latencies);
-      assert.ok(latencies.length >= 5, `only ${latencies.length} round trips during the flood`);
-      assert.ok(worst < 1000, `worst round trip ${worst} ms during ${sent} bytes of garbage`);
+      assert.ok(latencies.length >= WANT, `only ${latencies.length} round trips during ${sent} bytes of garbage`);
+      assert.ok(worst < STALL_MS, `worst round trip ${worst} ms during ${sent} bytes of garbage`);
       // The flooding connection itself recovers: end any partial line, then a marker.
       // (Not in 1.12: a CR without LF in the garbage leaves it waiting for the 224-byte rule.)
       if (v112) return "gone";
@@ -647,6 +651,14 @@ function badInputSuite(target: Target, scope: Scope): void {
     });
   });
 }
+
+/**
+ * The bound on one round trip of another client while a flood is on. Not a speed goal
+ * (those are benchmarks): the flooding client here never reads, so a server that stalled
+ * on it would never answer anyone, and only such a stall should fail; a loaded 2-core CI
+ * box has shown 1.1 s round trips, so the bound is far above that.
+ */
+const STALL_MS = 10_000;
 
 /**
  * A client pipelines puts (or peeks of a 64 KiB job) and does not read. The server
@@ -681,7 +693,7 @@ function floodSuite(target: Target): void {
         const t0 = Date.now();
         await roundTrip(other, "another client during the flood");
         const ms = Date.now() - t0;
-        assert.ok(ms < 1000, `round trip during the flood took ${ms} ms`);
+        assert.ok(ms < STALL_MS, `round trip during the flood took ${ms} ms`);
         // Now read everything: INSERTED ids, consecutive, N of them.
         let last = -1;
         let skipped = 0;
@@ -743,7 +755,7 @@ function floodSuite(target: Target): void {
         const t0 = Date.now();
         await roundTrip(other, "another client while the peeks are stalled");
         const ms = Date.now() - t0;
-        assert.ok(ms < 1000, `round trip during the flood took ${ms} ms`);
+        assert.ok(ms < STALL_MS, `round trip during the flood took ${ms} ms`);
         if (rss0 !== undefined && stalled !== undefined) {
           const grew = (stalled - rss0) / 2 ** 20;
           assert.ok(grew < 100, `server RSS grew by ${grew.toFixed(1)} MiB while the replies were not read`);
