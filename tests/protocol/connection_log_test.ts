@@ -154,4 +154,38 @@ describe("the log under a connection", () => {
     assert.equal(sentBy(t.events, "a"), "INSERTED 1\r\nINSERTED 2\r\nINSERTED 3\r\n");
     t.wal.close();
   });
+
+  // A client that sends one command at a time sends its next one only after the reply,
+  // but an adapter that stops reading for every fsync pays for it anyway: on Bun, a
+  // pause() and resume() of the socket are two epoll changes and two extra turns of the
+  // event loop per put. So the connection keeps reading (up to a bound) while its batch
+  // waits for the disk, and processes what came only once that batch is answered.
+  test("durable acks: reading goes on while a batch waits for its fsync; its commands wait", async () => {
+    const t = setup(true);
+    const a = t.connect("a");
+    a.send(puts(1, "warm"));
+    await tick();
+    t.events.length = 0;
+    const release = t.files.holdSyncs();
+    a.send(puts(1, "first"));
+    assert.equal(a.conn.wantsInput, true, "still reading while the fsync runs");
+    a.send(puts(1, "second") + "stats-job 2\r\n");
+    await tick();
+    assert.deepEqual(t.events, ["append"], "the second batch is neither logged nor answered yet");
+    release();
+    await tick();
+    const replies = sentBy(t.events, "a");
+    assert.match(replies, /^INSERTED 2\r\nINSERTED 3\r\nOK \d+\r\n/);
+    assert.match(replies, /state: ready/, "the stats-job ran after the put before it");
+    assert.equal(t.events.filter((e) => e === "append").length, 2);
+    // Bounded: a client that floods while the fsync runs is stopped at WAIT_READ_MAX.
+    const hold = t.files.holdSyncs();
+    a.send(puts(1, "third"));
+    a.send(puts(3000, "flood-flood-flood"));
+    assert.equal(a.conn.wantsInput, false, "no more reading past the bound");
+    hold();
+    await tick();
+    assert.equal(a.conn.wantsInput, true);
+    t.wal.close();
+  });
 });
