@@ -1,12 +1,12 @@
-// The write-ahead log behind `-b DIR`: openBinlog, the write path, rotation, collection of
+// The write-ahead log behind `-b DIR` (opened by open.ts): the write path, rotation, collection of
 // dead files; the compaction policy is compaction.ts. Why it works the way it does (batching, the disk-full reserve,
 // which files may go when, ids): README.md in this folder.
 import type { Files } from "../files.ts";
 import { errorText, joinPath } from "../files.ts";
-import type { JobRecord, JobState, Recovered, Wal } from "../wal.ts";
+import type { JobRecord, JobState, Wal } from "../wal.ts";
 import type { Clock } from "../clock.ts";
 import { encodeIdsAt, encodeJobAt, fullRecordSize, IDS_RECORD_SIZE, SHORT_RECORD_SIZE } from "./codec.ts";
-import { jobsInOrder, replay } from "./recover.ts";
+import type { replay } from "./recover.ts";
 import { Ballast, WRITE_RESERVE } from "./ballast.ts";
 import { Compaction } from "./compaction.ts";
 import { GroupCommit } from "./sync.ts";
@@ -14,7 +14,6 @@ import { Segments } from "./segments.ts";
 import { IdMark } from "./ids.ts";
 import { Homes, type JobInfo } from "./homes.ts";
 import { FSYNC_BOUNDS_MS, Histogram } from "../histogram.ts";
-import { migrateLegacyNames } from "./legacy_names.ts";
 
 export interface BinlogOptions {
   dir: string;
@@ -32,46 +31,11 @@ export interface BinlogOptions {
 /** The engine's current view of a live job, body included (for compaction). */
 export type LiveLookup = (id: number) => JobRecord | undefined;
 
-/** Thrown by openBinlog when the directory is missing, unreadable or locked (exit 10). */
-export class WalOpenError extends Error {}
-
 /** Ids reserved per id record; a restart skips at most this many. */
 export const ID_BLOCK = 4096;
 
 /** Encode a record of the size given to #write into buf[at, ...) (`v` views all of buf). */
 type Encode = (salt: number, buf: Uint8Array, v: DataView, at: number) => void;
-
-/**
- * Open the log in opts.dir: lock it, replay it, start a new file. Throws
- * WalOpenError when the directory cannot be locked or listed; never throws for
- * damaged data (that is reported through opts.log).
- */
-export function openBinlog(
-  opts: BinlogOptions,
-  files: Files,
-  clock: Pick<Clock, "now">,
-  live: LiveLookup,
-): { wal: Binlog; recovered: Recovered } {
-  let lock;
-  try {
-    lock = files.lock(opts.dir);
-  } catch (e) {
-    throw new WalOpenError(e instanceof Error ? e.message : String(e));
-  }
-  for (const note of lock.notes ?? []) opts.log(note);
-  let r;
-  try {
-    migrateLegacyNames(opts.dir, files, opts.log);
-    r = replay(opts.dir, files, opts.log);
-  } catch (e) {
-    lock.release();
-    throw new WalOpenError(`failed to read wal dir ${opts.dir}: ${errorText(e)}`);
-  }
-  const wal = new Binlog(opts, files, clock, live, lock.release.bind(lock), r);
-  const fileOf = new Map<number, number>();
-  for (const [id, j] of r.jobs) fileOf.set(id, wal.fileOf(id) || j.file);
-  return { wal, recovered: { jobs: jobsInOrder(r.jobs), maxId: r.maxId, fileOf } };
-}
 
 export class Binlog implements Wal {
   readonly logs = true;
