@@ -1,12 +1,18 @@
 // Opening the log at startup: lock the directory, migrate old names, replay, and hand
-// the replayed state to a new Binlog (binlog.ts); WalOpenError for what stops startup.
+// the replayed files, rebuilt as Binlog parts, to a new Binlog (binlog.ts); WalOpenError
+// for what stops startup.
 import type { Files } from "../files.ts";
-import { errorText } from "../files.ts";
-import type { Recovered } from "../wal.ts";
+import { errorText, joinPath } from "../files.ts";
+import type { JobState, Recovered } from "../wal.ts";
 import type { Clock } from "../clock.ts";
 import { jobsInOrder, replay } from "./recover.ts";
 import { migrateLegacyNames } from "./legacy_names.ts";
-import { Binlog, type BinlogOptions, type LiveLookup } from "./binlog.ts";
+import { Binlog } from "./binlog.ts";
+import { Ballast } from "./ballast.ts";
+import { Homes } from "./homes.ts";
+import { IdMark } from "./ids.ts";
+import { Segments } from "./segments.ts";
+import type { BinlogOptions, BinlogParts, LiveLookup } from "./options.ts";
 
 /** Thrown by openBinlog when the directory is missing, unreadable or locked (exit 10). */
 export class WalOpenError extends Error {}
@@ -37,8 +43,24 @@ export function openBinlog(
     lock.release();
     throw new WalOpenError(`failed to read wal dir ${opts.dir}: ${errorText(e)}`);
   }
-  const wal = new Binlog(opts, files, clock, live, lock.release.bind(lock), r);
+  const wal = new Binlog(opts, clock, live, lock.release.bind(lock), rebuild(opts, files, r));
   const fileOf = new Map<number, number>();
   for (const [id, j] of r.jobs) fileOf.set(id, wal.fileOf(id) || j.file);
   return { wal, recovered: { jobs: jobsInOrder(r.jobs), maxId: r.maxId, fileOf } };
+}
+
+/** The replayed files as the parts a Binlog runs on: the file set, ids.N, each live job's home, the ballast. */
+function rebuild(opts: BinlogOptions, files: Files, r: ReturnType<typeof replay>): BinlogParts {
+  const syncing = opts.fsyncMs !== "never" || opts.durableAcks;
+  const segs = new Segments(files, opts.dir, opts.log, syncing, r.files, r.maxSeq + 1);
+  const ids = new IdMark(files, opts.dir, opts.log, syncing, r.idFiles, r.maxIdSeq + 1);
+  ids.record(r.maxId);
+  const homes = new Homes(segs);
+  for (const [id, j] of r.jobs) {
+    const file = segs.bySeq(j.file)!;
+    homes.home(id, { file, size: j.fullSize, state: j.rec.state as JobState, buryOrder: j.buryOrder });
+  }
+  const ballast = new Ballast(files, joinPath(opts.dir, "ballast"), opts.log);
+  ballast.ensure(homes.jobs.size);
+  return { segs, ids, homes, ballast, maxId: r.maxId, maxBuryOrder: r.maxBuryOrder };
 }
