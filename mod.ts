@@ -24,7 +24,7 @@ export type { HostInfo } from "./protocol/host.ts";
 export { serveStreams, type StreamPair } from "./protocol/streams.ts";
 export { type Clock, ManualClock, systemClock } from "./core/clock.ts";
 export { type Config, type LogFormat, parseConfig, type ParsedArgs, type TlsConfig, USAGE } from "./core/config.ts";
-export { WalOpenError } from "./core/binlog/binlog.ts";
+export { WalOpenError } from "./core/binlog/open.ts";
 export { VERSION } from "./core/version.ts";
 export { listen, type ListenAddress, type Listening, type ListenOptions, type TlsMaterial } from "./adapters/listen.ts";
 export { hostInfo } from "./adapters/host_node.ts";

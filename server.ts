@@ -10,7 +10,7 @@ import { createLogger, type Logger } from "./core/log.ts";
 import { VERSION } from "./core/version.ts";
 import { formatAddress, listen, listenFailure, runtimeLabel, type TlsMaterial } from "./adapters/listen.ts";
 import { loadTls } from "./adapters/tls_files.ts";
-import { WalOpenError } from "./core/binlog/binlog.ts";
+import { WalOpenError } from "./core/binlog/open.ts";
 import { type Opened, openService } from "./adapters/open.ts";
 import { serveHttp } from "./adapters/http.ts";
 import { httpHandler } from "./protocol/http/handler.ts";

@@ -6,7 +6,8 @@
 import type { Config } from "../core/config.ts";
 import { Queue } from "../core/queue.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
-import { type Binlog, openBinlog } from "../core/binlog/binlog.ts";
+import type { Binlog } from "../core/binlog/binlog.ts";
+import { openBinlog } from "../core/binlog/open.ts";
 import { noWal } from "../core/wal.ts";
 import { importBeanstalkd } from "../core/beanstalkd_log/takeover.ts";
 import { type HostInfo } from "../protocol/host.ts";

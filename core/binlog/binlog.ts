@@ -1,77 +1,19 @@
-// The write-ahead log behind `-b DIR`: openBinlog, the write path, rotation, collection of
+// The write-ahead log behind `-b DIR` (opened by open.ts): the write path, rotation, collection of
 // dead files; the compaction policy is compaction.ts. Why it works the way it does (batching, the disk-full reserve,
 // which files may go when, ids): README.md in this folder.
-import type { Files } from "../files.ts";
-import { errorText, joinPath } from "../files.ts";
-import type { JobRecord, JobState, Recovered, Wal } from "../wal.ts";
+import { errorText } from "../files.ts";
+import type { JobRecord, JobState, Wal } from "../wal.ts";
 import type { Clock } from "../clock.ts";
-import { encodeIdsAt, encodeJobAt, fullRecordSize, IDS_RECORD_SIZE, SHORT_RECORD_SIZE } from "./codec.ts";
-import { jobsInOrder, replay } from "./recover.ts";
-import { Ballast, WRITE_RESERVE } from "./ballast.ts";
+import { encodeIdsAt, encodeJobAt, fullRecordSize, GONE, IDS_RECORD_SIZE, SHORT_RECORD_SIZE } from "./codec.ts";
+import type { Encode } from "./codec.ts";
+import { type Ballast, WRITE_RESERVE } from "./ballast.ts";
 import { Compaction } from "./compaction.ts";
 import { GroupCommit } from "./sync.ts";
-import { Segments } from "./segments.ts";
-import { IdMark } from "./ids.ts";
-import { Homes, type JobInfo } from "./homes.ts";
+import type { Segments } from "./segments.ts";
+import { ID_BLOCK, type IdMark } from "./ids.ts";
+import type { Homes, JobInfo } from "./homes.ts";
+import type { BinlogOptions, BinlogParts, LiveLookup } from "./options.ts";
 import { FSYNC_BOUNDS_MS, Histogram } from "../histogram.ts";
-import { migrateLegacyNames } from "./legacy_names.ts";
-
-export interface BinlogOptions {
-  dir: string;
-  /** -f MS: fsync at most every MS ms (0: after every write); -F: "never". */
-  fsyncMs: number | "never";
-  /** Replies wait for synced(); implies an fsync per group of commands. */
-  durableAcks: boolean;
-  /** -s: a new file is started when a record would take the current one past this. */
-  maxFileSize: number;
-  /** -z: not checked on replay (a job once accepted is always replayed). */
-  maxJobSize: number;
-  log: (msg: string) => void;
-}
-
-/** The engine's current view of a live job, body included (for compaction). */
-export type LiveLookup = (id: number) => JobRecord | undefined;
-
-/** Thrown by openBinlog when the directory is missing, unreadable or locked (exit 10). */
-export class WalOpenError extends Error {}
-
-/** Ids reserved per id record; a restart skips at most this many. */
-export const ID_BLOCK = 4096;
-
-/** Encode a record of the size given to #write into buf[at, ...) (`v` views all of buf). */
-type Encode = (salt: number, buf: Uint8Array, v: DataView, at: number) => void;
-
-/**
- * Open the log in opts.dir: lock it, replay it, start a new file. Throws
- * WalOpenError when the directory cannot be locked or listed; never throws for
- * damaged data (that is reported through opts.log).
- */
-export function openBinlog(
-  opts: BinlogOptions,
-  files: Files,
-  clock: Pick<Clock, "now">,
-  live: LiveLookup,
-): { wal: Binlog; recovered: Recovered } {
-  let lock;
-  try {
-    lock = files.lock(opts.dir);
-  } catch (e) {
-    throw new WalOpenError(e instanceof Error ? e.message : String(e));
-  }
-  for (const note of lock.notes ?? []) opts.log(note);
-  let r;
-  try {
-    migrateLegacyNames(opts.dir, files, opts.log);
-    r = replay(opts.dir, files, opts.log);
-  } catch (e) {
-    lock.release();
-    throw new WalOpenError(`failed to read wal dir ${opts.dir}: ${errorText(e)}`);
-  }
-  const wal = new Binlog(opts, files, clock, live, lock.release.bind(lock), r);
-  const fileOf = new Map<number, number>();
-  for (const [id, j] of r.jobs) fileOf.set(id, wal.fileOf(id) || j.file);
-  return { wal, recovered: { jobs: jobsInOrder(r.jobs), maxId: r.maxId, fileOf } };
-}
 
 export class Binlog implements Wal {
   readonly logs = true;
@@ -110,33 +52,19 @@ export class Binlog implements Wal {
   #lost = false;
   #flushQueued = false;
 
-  constructor(
-    opts: BinlogOptions,
-    files: Files,
-    clock: Pick<Clock, "now">,
-    live: LiveLookup,
-    unlock: () => void,
-    r: ReturnType<typeof replay>,
-  ) {
+  constructor(opts: BinlogOptions, clock: Pick<Clock, "now">, live: LiveLookup, unlock: () => void, p: BinlogParts) {
     this.#opts = opts;
     this.durableAcks = opts.durableAcks;
     this.#clock = clock;
     this.#live = live;
     this.#unlock = unlock;
-    this.#idHigh = r.maxId;
-    this.#maxPutId = r.maxId;
-    this.#buryOrder = r.maxBuryOrder;
-    const syncing = opts.fsyncMs !== "never" || opts.durableAcks;
-    this.#segs = new Segments(files, opts.dir, opts.log, syncing, r.files, r.maxSeq + 1);
-    this.#ids = new IdMark(files, opts.dir, opts.log, syncing, r.idFiles, r.maxIdSeq + 1);
-    this.#ids.record(this.#idHigh);
-    this.#homes = new Homes(this.#segs);
-    for (const [id, j] of r.jobs) {
-      const file = this.#segs.bySeq(j.file)!;
-      this.#homes.home(id, { file, size: j.fullSize, state: j.rec.state as JobState, buryOrder: j.buryOrder });
-    }
-    this.#ballast = new Ballast(files, joinPath(opts.dir, "ballast"), opts.log);
-    this.#ballast.ensure(this.#homes.jobs.size);
+    this.#idHigh = p.maxId;
+    this.#maxPutId = p.maxId;
+    this.#buryOrder = p.maxBuryOrder;
+    this.#segs = p.segs;
+    this.#ids = p.ids;
+    this.#homes = p.homes;
+    this.#ballast = p.ballast;
     this.#segs.ballast = (n) => this.#ballast.release(n);
     this.#segs.onFlush = (ok) => this.#flushed(ok);
     this.#segs.rotate(this.#idHigh);
@@ -521,19 +449,3 @@ export class Binlog implements Wal {
     return true;
   }
 }
-
-const GONE: JobRecord = {
-  id: 0,
-  tube: "",
-  pri: 0,
-  delayMs: 0,
-  ttrMs: 0,
-  createdAtMs: 0,
-  deadlineAtMs: 0,
-  state: "deleted",
-  reserves: 0,
-  timeouts: 0,
-  releases: 0,
-  buries: 0,
-  kicks: 0,
-};

@@ -303,3 +303,23 @@ export function decodePayload(kind: number, b: Uint8Array, start: number, length
   if (kind === KIND_FULL) rec.body = p.slice(FIXED_SIZE + tubeLength);
   return { kind: kind as typeof KIND_FULL | typeof KIND_SHORT, rec, buryOrder: getU64(v, 48) };
 }
+
+/** Encode a record of the size given to Binlog#write into buf[at, ...) (`v` views all of buf). */
+export type Encode = (salt: number, buf: Uint8Array, v: DataView, at: number) => void;
+
+/** A deleted job's record with only the id to fill in: what the binlog logs for a job the queue lost. */
+export const GONE: JobRecord = {
+  id: 0,
+  tube: "",
+  pri: 0,
+  delayMs: 0,
+  ttrMs: 0,
+  createdAtMs: 0,
+  deadlineAtMs: 0,
+  state: "deleted",
+  reserves: 0,
+  timeouts: 0,
+  releases: 0,
+  buries: 0,
+  kicks: 0,
+};

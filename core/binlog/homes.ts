@@ -2,7 +2,8 @@
 // records hold, and the moves made by records still pending: when a flush fails, each
 // moved job goes back to the file that holds its durable record (see README.md).
 import type { JobState } from "../wal.ts";
-import type { LogFile, Segments } from "./segments.ts";
+import type { LogFile } from "./log_file.ts";
+import type { Segments } from "./segments.ts";
 
 /** A live job as the log sees it. */
 export interface JobInfo {

@@ -18,6 +18,9 @@ import type { AppendFile, Files } from "../files.ts";
 import { errorCode, errorText, joinPath } from "../files.ts";
 import { encodeFileHeader, encodeIds, FILE_HEADER_SIZE, IDS_RECORD_SIZE, saltState } from "./codec.ts";
 
+/** Ids reserved per id record; a restart skips at most this many. */
+export const ID_BLOCK = 4096;
+
 /** Start a new ids file rather than grow one past this (about 170 reservations). */
 export const ROLL_SIZE = 4096;
 

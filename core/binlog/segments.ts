@@ -23,37 +23,7 @@ import type { AppendFile, Files } from "../files.ts";
 import { errorCode, errorText, joinPath } from "../files.ts";
 import { encodeFileHeader, FILE_HEADER_SIZE, LOG_NAME_PREFIX, saltState } from "./codec.ts";
 import { Pending } from "./pending.ts";
-
-export interface LogFile {
-  seq: number;
-  path: string;
-  size: number;
-  /** Position where its header starts (0 for files found at startup). */
-  start: number;
-  /** Live jobs whose newest full record is in this file. */
-  ids: Set<number>;
-  /** CRC seed of this file's salt (only used while it is written). */
-  seed: number;
-  handle: AppendFile | undefined;
-  lastWrite: number;
-  /** Failed with an error other than ENOSPC: the next write starts a new file. */
-  broken: boolean;
-  /** Position when it became removable; once a sync covers it, it may go in any case. */
-  deadAt: number | undefined;
-  /** Start of the file that was current then. */
-  deadStart: number;
-  /**
-   * End of the newest full record written for a job that left this file while
-   * live (moved forward by compaction, or put again): until a sync covers it, this
-   * file may hold that job's only durable full record.
-   */
-  needSync: number;
-  /** Start of the file holding that record. */
-  needStart: number;
-}
-
-/** Give back ballast space (at least n bytes); false when there is none left. */
-export type Release = (n: number) => boolean;
+import type { LogFile, Release } from "./log_file.ts";
 
 export class Segments {
   #files: Files;

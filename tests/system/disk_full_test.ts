@@ -4,7 +4,7 @@
 // goes on working, for this client and every other.
 import { after, before, it } from "node:test";
 import assert from "node:assert/strict";
-import { openBinlog } from "../../core/binlog/binlog.ts";
+import { openBinlog } from "../../core/binlog/open.ts";
 import { MemoryFiles } from "../harness/files_memory.ts";
 import { systemClock } from "../../core/clock.ts";
 import { Queue } from "../../core/queue.ts";

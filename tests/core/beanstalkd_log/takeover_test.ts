@@ -3,7 +3,7 @@
 // system are in tests/system/beanstalkd_takeover_test.ts).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { openBinlog } from "../../../core/binlog/binlog.ts";
+import { openBinlog } from "../../../core/binlog/open.ts";
 import { ManualClock } from "../../../core/clock.ts";
 import { MemoryFiles } from "../../harness/files_memory.ts";
 import { Queue } from "../../../core/queue.ts";

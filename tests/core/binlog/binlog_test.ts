@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { body, DIR, Engine, logBytes, logNames, memFiles, ok, summary } from "../../harness/binlog_fixture.ts";
-import { openBinlog, WalOpenError } from "../../../core/binlog/binlog.ts";
+import { openBinlog, WalOpenError } from "../../../core/binlog/open.ts";
 import { ballastFor, WRITE_RESERVE } from "../../../core/binlog/ballast.ts";
 import { MemoryFiles } from "../../harness/files_memory.ts";
 import type { AppendFile } from "../../../core/files.ts";

@@ -1,7 +1,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { body, DIR, Engine, logNames, memFiles, summary, T0 } from "../../harness/binlog_fixture.ts";
-import { ID_BLOCK } from "../../../core/binlog/binlog.ts";
+import { ID_BLOCK } from "../../../core/binlog/ids.ts";
 import { FILE_HEADER_SIZE, fullRecordSize, SHORT_RECORD_SIZE } from "../../../core/binlog/codec.ts";
 import { MemoryFiles } from "../../harness/files_memory.ts";
 

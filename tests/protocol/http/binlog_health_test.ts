@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../../core/clock.ts";
 import { MemoryFiles } from "../../harness/files_memory.ts";
-import { openBinlog } from "../../../core/binlog/binlog.ts";
+import { openBinlog } from "../../../core/binlog/open.ts";
 import { Queue } from "../../../core/queue.ts";
 import { Service } from "../../../protocol/service.ts";
 import { httpHandler } from "../../../protocol/http/handler.ts";
