@@ -301,5 +301,20 @@ export const nodeFiles: Files = {
       });
     });
   },
+  syncDirNow(dir) {
+    let fd: number;
+    try {
+      fd = fs.openSync(dir, "r");
+    } catch {
+      return; // best effort, as syncDir
+    }
+    try {
+      fs.fsyncSync(fd);
+    } catch {
+      // EINVAL/EISDIR on platforms without directory fsync: nothing more to do
+    } finally {
+      fs.closeSync(fd);
+    }
+  },
   lock: takeLock,
 };

@@ -46,6 +46,8 @@ export interface Files {
   rename(from: string, to: string): void;
   /** fsync the directory itself, so created and removed names survive a crash. */
   syncDir(dir: string): Promise<void>;
+  /** The same, blocking (for the log's back-pressure under write pressure). */
+  syncDirNow(dir: string): void;
   /**
    * Take the exclusive lock on `dir` or throw an Error whose message says why and
    * who holds it. See adapters/files_node.ts for how stale locks are recognised.

@@ -67,6 +67,7 @@ function readOnly(files: Files): Files {
     unlink: () => {},
     rename: (from, to) => files.rename(from, to),
     syncDir: (dir) => files.syncDir(dir),
+    syncDirNow: (dir) => files.syncDirNow(dir),
     lock: (dir) => files.lock(dir),
   };
 }

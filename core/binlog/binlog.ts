@@ -349,11 +349,12 @@ export class Binlog implements Wal {
   /**
    * Dead files waiting for a sync hold more than -s: writes are outrunning the
    * disk (an fsync round takes longer than it takes to write -s bytes), and only
-   * waiting would let the log grow with fsync latency. So fsync now, blocking:
-   * the waiting files can then go (if their moved records' files already have
-   * their names on disk; otherwise at the end of the running round), and while
-   * the disk is slow the blocking fsyncs hold the writers back. At most once per
-   * turn, and only under this pressure (with a small -s and a fast writer).
+   * waiting would let the log grow with fsync latency. So fsync now, blocking, the
+   * files and the directory: the waiting files can then go at once (the names
+   * too, because the file holding the moves is usually newer than the running
+   * round, which ends late when the event loop is busy), and while the disk is
+   * slow the blocking fsyncs hold the writers back. At most once per turn, and
+   * only under this pressure (with a small -s and a fast writer).
    */
   #relieve(): void {
     this.#relieveQueued = false;

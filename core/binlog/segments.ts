@@ -7,8 +7,9 @@
 // is the position after its last append, so "does it need an fsync" is
 // lastWrite > synced. A position p in a file that starts at s is durable once a
 // group-commit round up to p has succeeded (each round fsyncs the directory too
-// when names changed), or once a blocking fsync (syncNow) covered p and a round
-// that began after the file was created has succeeded (so its name is on disk).
+// when names changed), or once a blocking fsync (syncNow) covered p and the file's
+// name is on disk: a round that began after the file was created has succeeded, or
+// a blocking fsync of the directory (syncNow does one) came after its creation.
 //
 // Records are not written one by one: add() puts them in a pending buffer (pending.ts) (sizes
 // and positions move at once, as if written) and flush() appends the whole buffer
@@ -45,6 +46,8 @@ export class Segments {
   pendingDead = 0;
   /** Position covered by the last blocking fsync (syncNow) of every written file. */
   dataSynced = 0;
+  /** Position of the last blocking directory fsync: names of files started before it are on disk. */
+  namesSynced = 0;
   /** Files whose fsync a running syncAll() awaits: their handles must stay open. */
   #inSync = new Set<LogFile>();
   /** Records added but not yet written, all for the current file. */
@@ -286,8 +289,12 @@ export class Segments {
 
   /**
    * Blocking fsync of every file with bytes after `synced` (and after the last
-   * syncNow); dataSynced then covers everything written. Names are not covered
-   * (see the top). Throws on failure.
+   * syncNow), then of the directory; dataSynced and namesSynced then cover
+   * everything written. The directory too: the moves that made files dead are
+   * mostly in a file created after the running round began, and if only a later
+   * round could put its name on disk, dead files would pile up for as long as
+   * rounds take to end (a busy event loop), however many blocking fsyncs ran.
+   * Throws on failure.
    */
   syncNow(synced: number): void {
     this.flush();
@@ -295,7 +302,8 @@ export class Segments {
     for (const f of [...this.#closing, ...(this.current ? [this.current] : [])]) {
       if (f.handle && f.lastWrite > from) f.handle.syncNow();
     }
-    this.dataSynced = this.position;
+    this.#files.syncDirNow(this.#dir);
+    this.dataSynced = this.namesSynced = this.position;
   }
 
   #markDead(f: LogFile): void {
@@ -305,7 +313,7 @@ export class Segments {
   }
 
   #durable(p: number, start: number, synced: number): boolean {
-    return synced >= p || (this.dataSynced >= p && synced > start);
+    return synced >= p || (this.dataSynced >= p && (synced > start || this.namesSynced > start));
   }
 
   /**

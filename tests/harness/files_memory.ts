@@ -137,6 +137,10 @@ export class MemoryFiles implements Files {
     return Promise.resolve();
   }
 
+  syncDirNow(_dir: string): void {
+    this.dirSyncs++;
+  }
+
   lock(dir: string): DirLock {
     if (!this.dirs.has(dir)) throw new Error(`failed to lock wal dir ${dir}: no such directory`);
     if (this.locked.has(dir)) throw new Error(`failed to lock wal dir ${dir}: locked by this process`);
