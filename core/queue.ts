@@ -1,20 +1,19 @@
 // The queue engine: every state change of jobs, tubes and waiting clients.
 // Pure TypeScript, no I/O: time comes from the injected clock, the binlog sits behind
 // the Wal interface, and the one timer lives with the caller (see tick()).
-import { Client, deadlineBefore, Heap, Job, readyBefore, timeSlot, type Tube, type WaitEnd } from "./model.ts";
+import { type Client, deadlineBefore, Heap, Job, readyBefore, timeSlot, type Tube, type WaitEnd } from "./model.ts";
 import { DEADLINE_SOON_MS, Waits } from "./waits.ts";
 import type { Clock } from "./clock.ts";
-import { Counters, type Gauges, jobGauges, type JobStats, jobStats, type TubeStats, tubeStats } from "./stats.ts";
+import { Counters, type Gauges, type JobStats, type TubeStats } from "./stats.ts";
 import { Tubes } from "./tubes.ts";
 import { Records } from "./records.ts";
 import { type JobRecord, type JobState, noWal, type Wal } from "./wal.ts";
 import { DEFAULT_BINLOG_SIZE } from "./config.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "./histogram.ts";
+import * as upkeep from "./queue_upkeep.ts";
 
 export { DEADLINE_SOON_MS };
-
-/** Outcome of a command the log can refuse: the reply word, or a server error. */
-export type Refusal = "NOT_FOUND" | "INTERNAL_ERROR";
+export type { Refusal } from "./queue_upkeep.ts";
 
 export interface QueueOptions {
   clock: Clock;
@@ -46,11 +45,11 @@ export class Queue {
   readonly #ttr = new Heap<Job>(deadlineBefore, timeSlot);
   readonly #waits = new Waits((atMs) => this.#schedule(atMs), (c, j, now) => this.#reserveFor(c, j, now));
   readonly #logging: boolean;
+  /** The same state and helpers, for the off-hot-path work in queue_upkeep.ts. */
+  readonly #parts: upkeep.QueueParts;
   #nextId = 1;
   #armed = Infinity;
-  #connections = 0;
-  #producers = 0;
-  #workers = 0;
+  readonly #presence: upkeep.Presence = { connections: 0, producers: 0, workers: 0 };
 
   constructor(opts: QueueOptions) {
     this.clock = opts.clock;
@@ -58,55 +57,49 @@ export class Queue {
     this.wal = opts.wal ?? noWal(DEFAULT_BINLOG_SIZE);
     this.#logging = this.wal.logs;
     this.#records = new Records(opts.clock);
+    this.#parts = {
+      clock: this.clock,
+      wal: this.wal,
+      logging: this.#logging,
+      counters: this.counters,
+      presence: this.#presence,
+      jobs: this.#jobs,
+      tubes: this.#tubes,
+      delayed: this.#delayed,
+      ttr: this.#ttr,
+      waits: this.#waits,
+      unlink: (j) => this.#unlink(j),
+      reserveFor: (c, j, now) => this.#reserveFor(c, j, now),
+      markWorker: (c) => this.#markWorker(c),
+      serve: (tubes) => this.#serve(tubes),
+      schedule: (atMs) => this.#schedule(atMs),
+      logUpdate: (j, state, now, change) => this.#logUpdate(j, state, now, change),
+    };
   }
 
   // ---- connections ----------------------------------------------------------------
 
   connect(onWake: (result: Job | WaitEnd) => void): Client {
-    const c = new Client(this.#tubes.default, onWake);
-    this.#tubes.default.using++;
-    c.watching.push(this.#tubes.default);
-    this.#tubes.default.watching++;
-    this.#connections++;
-    this.counters.totalConnections++;
-    return c;
+    return upkeep.join(this.#parts, onWake);
   }
 
   /** A connection closed: its reservations go straight back to ready (no counters move). */
   disconnect(c: Client): void {
-    if (c.isWaiting) this.#waits.end(c);
-    const touched: Tube[] = [];
-    const now = this.clock.now();
-    for (let j = c.reserved.head; j; j = c.reserved.head) {
-      this.#unlink(j);
-      j.tube.pushReady(j, now);
-      if (!touched.includes(j.tube)) touched.push(j.tube);
-    }
-    c.use.using--;
-    this.#tubes.dropIfUnused(c.use);
-    for (const t of c.watching) {
-      t.watching--;
-      this.#tubes.dropIfUnused(t);
-    }
-    c.watching.length = 0;
-    this.#connections--;
-    if (c.producer) this.#producers--;
-    if (c.worker) this.#workers--;
-    this.#serve(touched);
+    upkeep.leave(this.#parts, c);
   }
 
   /** The connection sent a well-formed put line (it counts as a producer from then on). */
   markProducer(c: Client): void {
     if (!c.producer) {
       c.producer = true;
-      this.#producers++;
+      this.#presence.producers++;
     }
   }
 
   #markWorker(c: Client): void {
     if (!c.worker) {
       c.worker = true;
-      this.#workers++;
+      this.#presence.workers++;
     }
   }
 
@@ -188,16 +181,11 @@ export class Queue {
 
   /** reserve-job: any ready, delayed or buried job in any tube, ignoring pauses and drain. */
   reserveJob(c: Client, id: number): Job | undefined {
-    const j = this.#jobs.get(id);
-    if (!j || j.state === "reserved") return undefined;
-    this.#unlink(j);
-    this.#reserveFor(c, j, this.clock.now());
-    this.#markWorker(c);
-    return j;
+    return upkeep.reserveJob(this.#parts, c, id);
   }
 
   /** Succeeds for a job reserved by c, or one that is ready, delayed or buried. */
-  delete(c: Client, id: number): "DELETED" | Refusal {
+  delete(c: Client, id: number): "DELETED" | upkeep.Refusal {
     const j = this.#jobs.get(id);
     if (!j || (j.state === "reserved" && j.owner !== c)) return "NOT_FOUND";
     const now = this.#logging || j.state === "reserved" ? this.clock.now() : 0;
@@ -210,7 +198,7 @@ export class Queue {
     return "DELETED";
   }
 
-  release(c: Client, id: number, pri: number, delaySec: number): "RELEASED" | Refusal {
+  release(c: Client, id: number, pri: number, delaySec: number): "RELEASED" | upkeep.Refusal {
     const j = this.#ownedBy(c, id);
     if (!j) return "NOT_FOUND";
     const now = this.clock.now();
@@ -237,7 +225,7 @@ export class Queue {
     return "RELEASED";
   }
 
-  bury(c: Client, id: number, pri: number): "BURIED" | Refusal {
+  bury(c: Client, id: number, pri: number): "BURIED" | upkeep.Refusal {
     const j = this.#ownedBy(c, id);
     if (!j) return "NOT_FOUND";
     const logged = !this.#logging || this.#logUpdate(j, "buried", this.clock.now(), (rec) => {
@@ -265,35 +253,12 @@ export class Queue {
 
   /** kick on the used tube: buried jobs if it has any (never delayed ones in the same call), else delayed. */
   kick(c: Client, bound: number): number | "INTERNAL_ERROR" {
-    const t = c.use;
-    const fromBuried = t.buried.size > 0;
-    let n = 0;
-    while (n < bound) {
-      const j = fromBuried ? t.buried.head : t.delayed.peek();
-      if (!j) break;
-      if (!this.#kickOne(j)) return n > 0 ? n : "INTERNAL_ERROR";
-      n++;
-    }
-    if (n > 0 && t.waiting > 0) this.#serve([t]);
-    return n;
+    return upkeep.kick(this.#parts, c, bound);
   }
 
   /** kick-job: a buried or delayed job in any tube. */
-  kickJob(id: number): "KICKED" | Refusal {
-    const j = this.#jobs.get(id);
-    if (!j || (j.state !== "buried" && j.state !== "delayed")) return "NOT_FOUND";
-    if (!this.#kickOne(j)) return "INTERNAL_ERROR";
-    if (j.tube.waiting > 0) this.#serve([j.tube]);
-    return "KICKED";
-  }
-
-  #kickOne(j: Job): boolean {
-    const now = this.clock.now();
-    if (this.#logging && !this.#logUpdate(j, "ready", now, (rec) => rec.kicks++)) return false;
-    this.#unlink(j);
-    j.kicks++;
-    j.tube.pushReady(j, now);
-    return true;
+  kickJob(id: number): "KICKED" | upkeep.Refusal {
+    return upkeep.kickJob(this.#parts, id);
   }
 
   // ---- peeking --------------------------------------------------------------------
@@ -330,20 +295,7 @@ export class Queue {
 
   /** pause-tube; 0 s unpauses at once and serves waiting clients. False if no such tube. */
   pauseTube(name: string, delaySec: number): boolean {
-    const t = this.#tubes.get(name);
-    if (!t) return false;
-    t.cmdPauseTube++;
-    if (delaySec === 0) {
-      t.pauseMs = t.unpauseAt = 0;
-      this.#tubes.paused.delete(t);
-      this.#serve([t]);
-    } else {
-      t.pauseMs = delaySec * 1000;
-      t.unpauseAt = this.clock.now() + t.pauseMs;
-      this.#tubes.paused.add(t);
-      this.#schedule(t.unpauseAt);
-    }
-    return true;
+    return upkeep.pauseTube(this.#parts, name, delaySec);
   }
 
   /** Every tube, in list-tubes order: read-only, for the metrics port and dashboard. */
@@ -366,47 +318,12 @@ export class Queue {
    * waiting clients. Returns when the next thing falls due (monotonic ms, or Infinity).
    */
   tick(): number {
-    const now = this.clock.now();
-    const touched = new Set<Tube>();
-    for (let j = this.#delayed.peek(); j && j.deadline <= now; j = this.#delayed.peek()) {
-      this.#unlink(j);
-      j.tube.pushReady(j, now);
-      touched.add(j.tube);
-    }
-    // Released at now >= deadline: 1.12 can miss a job whose timer fires in the same
-    // microsecond as its deadline and leave it reserved indefinitely (#262, #380).
-    for (let j = this.#ttr.peek(); j && j.deadline <= now; j = this.#ttr.peek()) {
-      this.#unlink(j);
-      j.timeouts++;
-      this.counters.jobTimeouts++;
-      j.tube.pushReady(j, now);
-      touched.add(j.tube);
-    }
-    for (const t of this.#tubes.paused) {
-      if (t.unpauseAt <= now) {
-        t.pauseMs = t.unpauseAt = 0;
-        this.#tubes.paused.delete(t);
-        touched.add(t);
-      }
-    }
-    if (touched.size > 0) this.#serve([...touched]);
-    const walIn = this.#logging ? this.wal.tick(now) : undefined;
-    this.#waits.wakeDue(now);
-    this.#armed = walIn === undefined ? this.nextDue() : Math.min(this.nextDue(), now + walIn);
-    return this.#armed;
+    return (this.#armed = upkeep.tick(this.#parts));
   }
 
   /** When tick() next has work (monotonic ms), or Infinity. */
   nextDue(): number {
-    let t = Infinity;
-    const d = this.#delayed.peek();
-    if (d) t = d.deadline;
-    const r = this.#ttr.peek();
-    if (r && r.deadline < t) t = r.deadline;
-    const w = this.#waits.nextWake();
-    if (w < t) t = w;
-    for (const p of this.#tubes.paused) if (p.unpauseAt < t) t = p.unpauseAt;
-    return t;
+    return upkeep.nextDue(this.#parts);
   }
 
   /** End a client's wait without a job (its peer half-closed): TIMED_OUT. */
@@ -417,25 +334,16 @@ export class Queue {
   // ---- stats ----------------------------------------------------------------------
 
   statsJob(id: number): JobStats | undefined {
-    const j = this.#jobs.get(id);
-    return j && jobStats(j, this.clock.now(), this.wal.fileOf(id));
+    return upkeep.statsJob(this.#parts, id);
   }
 
   statsTube(name: string): TubeStats | undefined {
-    const t = this.#tubes.get(name);
-    return t && tubeStats(t, this.clock.now());
+    return upkeep.statsTube(this.#parts, name);
   }
 
   /** The gauges of `stats`. */
   gauges(): Gauges {
-    return {
-      ...jobGauges(this.#tubes.all()),
-      tubes: this.#tubes.size,
-      connections: this.#connections,
-      producers: this.#producers,
-      workers: this.#workers,
-      waiting: this.#waits.count,
-    };
+    return upkeep.gauges(this.#parts);
   }
 
   // ---- restart --------------------------------------------------------------------

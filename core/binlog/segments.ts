@@ -442,8 +442,6 @@ export class Segments {
   }
 }
 
-/** Initial size of the pending buffer, and the most it keeps after a flush. */
-
 function closeQuietly(h: AppendFile | undefined): void {
   try {
     h?.close();
