@@ -75,3 +75,12 @@ export function errorText(e: unknown): string {
 export function joinPath(dir: string, name: string): string {
   return dir.endsWith("/") ? dir + name : `${dir}/${name}`;
 }
+
+/** Close a handle whose errors no longer matter (it is being dropped or replaced). */
+export function closeQuietly(h: AppendFile | undefined): void {
+  try {
+    h?.close();
+  } catch {
+    // closing is best effort
+  }
+}

@@ -15,7 +15,7 @@
 // newest one's header is on disk (file and directory fsynced). Recovery takes the
 // largest value that verifies in any of them (recover.ts).
 import type { AppendFile, Files } from "../files.ts";
-import { errorCode, errorText, joinPath } from "../files.ts";
+import { closeQuietly, errorCode, errorText, joinPath } from "../files.ts";
 import { encodeFileHeader, encodeIds, FILE_HEADER_SIZE, IDS_RECORD_SIZE, saltState } from "./codec.ts";
 
 /** Ids reserved per id record; a restart skips at most this many. */
@@ -235,13 +235,5 @@ export class IdMark {
     if (!this.#complained) this.#log(msg);
     this.#complained = true;
     return false;
-  }
-}
-
-function closeQuietly(h: AppendFile | undefined): void {
-  try {
-    h?.close();
-  } catch {
-    // closing is best effort
   }
 }

@@ -21,7 +21,7 @@
 // did), takes the lost bytes out of the sizes and tells the binlog (onFlush), which
 // undoes what must not outlive them; positions stay where they are (a gap).
 import type { AppendFile, Files } from "../files.ts";
-import { errorCode, errorText, joinPath } from "../files.ts";
+import { closeQuietly, errorCode, errorText, joinPath } from "../files.ts";
 import { encodeFileHeader, FILE_HEADER_SIZE, LOG_NAME_PREFIX, saltState } from "./codec.ts";
 import { Pending } from "./pending.ts";
 import type { LogFile, Release } from "./log_file.ts";
@@ -439,13 +439,5 @@ export class Segments {
     if (!this.#complained) this.#log(msg);
     this.#complained = true;
     return false;
-  }
-}
-
-function closeQuietly(h: AppendFile | undefined): void {
-  try {
-    h?.close();
-  } catch {
-    // closing is best effort
   }
 }
