@@ -22,6 +22,7 @@ import * as fs from "node:fs";
 import type { AppendFile, Preallocation } from "../core/files.ts";
 import { errorCode, PREALLOCATION_BLOCK } from "../core/files.ts";
 
+/** What zero blocks are written from (never written to). */
 const ZEROS = new Uint8Array(64 * 1024);
 
 function blockEnd(n: number): number {
