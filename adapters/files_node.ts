@@ -1,7 +1,6 @@
 // Files over node:fs, which Deno and Bun both provide, so one implementation serves
-// both runtimes. Appends are synchronous writeSync calls (a record is small and the
-// page cache absorbs it in microseconds); fsync uses the callback form so the event
-// loop keeps serving while the disk works.
+// both runtimes. The files themselves (synchronous appends, fsync off the event loop,
+// preallocation) are adapters/append_file_node.ts.
 //
 // The directory lock. beanstalkd holds an fcntl lock on DIR/lock; node:fs has no
 // fcntl/flock, and Deno's FsFile.lock has no Bun equivalent, so we use a lock FILE,
@@ -33,71 +32,9 @@
 import * as fs from "node:fs";
 import { hostname } from "node:os";
 import process from "node:process";
-import type { AppendFile, DirLock, Files } from "../core/files.ts";
+import type { DirLock, Files } from "../core/files.ts";
 import { errorCode, joinPath } from "../core/files.ts";
-
-class NodeAppendFile implements AppendFile {
-  readonly path: string;
-  #fd: number;
-  #size: number;
-  #closed = false;
-
-  constructor(path: string, fd: number) {
-    this.path = path;
-    this.#fd = fd;
-    this.#size = fs.fstatSync(fd).size;
-  }
-
-  size(): number {
-    return this.#size;
-  }
-
-  append(bytes: Uint8Array): void {
-    let off = 0;
-    try {
-      while (off < bytes.length) off += fs.writeSync(this.#fd, bytes, off, bytes.length - off);
-      this.#size += off;
-    } catch (e) {
-      this.#refreshSize();
-      throw e;
-    }
-  }
-
-  truncate(length: number): void {
-    try {
-      fs.ftruncateSync(this.#fd, length);
-      this.#size = length;
-    } catch (e) {
-      this.#refreshSize();
-      throw e;
-    }
-  }
-
-  sync(): Promise<void> {
-    if (this.#closed) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      fs.fsync(this.#fd, (err) => err ? reject(err) : resolve());
-    });
-  }
-
-  syncNow(): void {
-    if (!this.#closed) fs.fsyncSync(this.#fd);
-  }
-
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    fs.closeSync(this.#fd);
-  }
-
-  #refreshSize(): void {
-    try {
-      this.#size = fs.fstatSync(this.#fd).size;
-    } catch {
-      // keep the old value; the caller truncates to a length it knows anyway
-    }
-  }
-}
+import { NodeAppendFile, Spares } from "./append_file_node.ts";
 
 interface LockInfo {
   pid: number;
@@ -267,54 +204,61 @@ function breakStaleLock(path: string, stale: LockInfo): void {
   fs.unlinkSync(aside);
 }
 
-/** node:fs-backed Files for the real server. */
-export const nodeFiles: Files = {
-  list(dir) {
-    return fs.readdirSync(dir);
-  },
-  read(path) {
-    const b = fs.readFileSync(path);
-    return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-  },
-  open(path, mode) {
-    const fd = fs.openSync(path, mode === "new" ? "ax" : "a", 0o600);
-    return new NodeAppendFile(path, fd);
-  },
-  unlink(path) {
-    fs.unlinkSync(path);
-  },
-  rename(from, to) {
-    fs.renameSync(from, to);
-  },
-  syncDir(dir) {
-    return new Promise((resolve) => {
+/** node:fs-backed Files; `spares`: the open files holding preallocated zero blocks. */
+function newNodeFiles(spares: Spares): Files {
+  return {
+    list(dir) {
+      return fs.readdirSync(dir);
+    },
+    read(path) {
+      const b = fs.readFileSync(path);
+      return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+    },
+    open(path, mode, preallocate) {
+      // not O_APPEND: records go to positions inside preallocated blocks (append_file_node.ts)
+      const { O_CREAT, O_EXCL, O_WRONLY } = fs.constants;
+      const fd = fs.openSync(path, O_WRONLY | O_CREAT | (mode === "new" ? O_EXCL : 0), 0o600);
+      return new NodeAppendFile(path, fd, spares, preallocate);
+    },
+    unlink(path) {
+      fs.unlinkSync(path);
+    },
+    rename(from, to) {
+      fs.renameSync(from, to);
+    },
+    syncDir(dir) {
+      return new Promise((resolve) => {
+        let fd: number;
+        try {
+          fd = fs.openSync(dir, "r");
+        } catch {
+          resolve(); // best effort: some platforms cannot open a directory
+          return;
+        }
+        fs.fsync(fd, () => {
+          // EINVAL/EISDIR on platforms without directory fsync: nothing more to do
+          fs.close(fd, () => resolve());
+        });
+      });
+    },
+    syncDirNow(dir) {
       let fd: number;
       try {
         fd = fs.openSync(dir, "r");
       } catch {
-        resolve(); // best effort: some platforms cannot open a directory
-        return;
+        return; // best effort, as syncDir
       }
-      fs.fsync(fd, () => {
+      try {
+        fs.fsyncSync(fd);
+      } catch {
         // EINVAL/EISDIR on platforms without directory fsync: nothing more to do
-        fs.close(fd, () => resolve());
-      });
-    });
-  },
-  syncDirNow(dir) {
-    let fd: number;
-    try {
-      fd = fs.openSync(dir, "r");
-    } catch {
-      return; // best effort, as syncDir
-    }
-    try {
-      fs.fsyncSync(fd);
-    } catch {
-      // EINVAL/EISDIR on platforms without directory fsync: nothing more to do
-    } finally {
-      fs.closeSync(fd);
-    }
-  },
-  lock: takeLock,
-};
+      } finally {
+        fs.closeSync(fd);
+      }
+    },
+    lock: takeLock,
+  };
+}
+
+/** node:fs-backed Files for the real server. */
+export const nodeFiles: Files = newNodeFiles(new Spares());

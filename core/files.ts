@@ -5,10 +5,14 @@
 // Failures are thrown as errors carrying a POSIX `code` ("ENOSPC", "EIO", ...), the
 // way node:fs reports them; use errorCode() to read it.
 
-/** A file open for appending. Writes are synchronous; fsync has an async form. */
+/**
+ * A file open for appending. Writes are synchronous; fsync has an async form. A file
+ * opened with a Preallocation may hold zero bytes after size() while it is open (blocks
+ * allocated ahead of the data); truncate() and close() cut them off.
+ */
 export interface AppendFile {
   readonly path: string;
-  /** Bytes in the file (what this handle has appended plus what was there). */
+  /** Bytes of data in the file (what this handle has appended plus what was there). */
   size(): number;
   /**
    * Append all of `bytes`. On failure it throws, and the file may hold any prefix
@@ -17,12 +21,29 @@ export interface AppendFile {
   append(bytes: Uint8Array): void;
   /** Cut the file to `length` bytes. */
   truncate(length: number): void;
-  /** fsync without blocking the event loop. */
+  /** fsync (of the data; the size too when it changed) without blocking the event loop. */
   sync(): Promise<void>;
   /** fsync, blocking (startup and close only). */
   syncNow(): void;
   close(): void;
 }
+
+/**
+ * Keep disk blocks allocated (zero-filled) ahead of a file's data, `chunk` bytes at a
+ * time and never past `limit` bytes of file, so that an fsync after an append inside
+ * them has no file-size change to commit. A hint: a file system that cannot keep them
+ * just gets plain appends. Recovery reads such a zero tail as unwritten (recover.ts).
+ */
+export interface Preallocation {
+  chunk: number;
+  limit: number;
+}
+
+/**
+ * Preallocated zero blocks end on a multiple of this, so a zero tail up to such an end
+ * is what preallocation leaves behind after a crash (recover.ts keeps quiet about it).
+ */
+export const PREALLOCATION_BLOCK = 4096;
 
 /** The directory lock: held for the process lifetime, released by release(). */
 export interface DirLock {
@@ -40,7 +61,7 @@ export interface Files {
    * Open for appending. "new" fails with EEXIST when the file exists (O_EXCL);
    * "any" creates it or opens it as it is.
    */
-  open(path: string, mode: "new" | "any"): AppendFile;
+  open(path: string, mode: "new" | "any", preallocate?: Preallocation): AppendFile;
   unlink(path: string): void;
   /** rename(2): replaces `to` if it exists. */
   rename(from: string, to: string): void;

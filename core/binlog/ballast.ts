@@ -1,11 +1,12 @@
 // Disk space held back so that deletes can always be logged, and so that a batch of
 // records already accepted can always be written.
 //
-// beanstalkd preallocates its log files and makes each put reserve room for its
-// later delete inside them. We append instead of preallocating (simpler recovery,
-// no truncation on rotate, files only as big as their data) and keep the reserve in
-// a separate file, DIR/ballast, sized for one short record per live job plus slack,
-// plus WRITE_RESERVE:
+// beanstalkd preallocates its log files to -s and makes each put reserve room for its
+// later delete inside them. We keep the reserve apart (files only as big as their data,
+// no accounting of room inside them; under -f 0 a few zero blocks ahead of the data are
+// preallocated for the fsync's sake, open.ts, and given back on ENOSPC) in a separate
+// file, DIR/ballast, sized for one short record per live job plus slack, plus
+// WRITE_RESERVE:
 //   * before a put (or any write that is not a delete) the ballast must already be
 //     big enough for the job count after it, reserve included; growing it is what
 //     fails when the disk is full, so such writes are refused (with beanstalkd's

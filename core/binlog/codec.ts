@@ -37,6 +37,10 @@
 //  14  2  zero
 // state: 0 deleted, 1 ready, 2 reserved, 3 buried, 4 delayed (beanstalkd's numbers).
 // Id reservation payload (kind 3): 8 bytes, the new id high-water.
+//
+// Under -f 0 a file open for writing may end in zero bytes (preallocated blocks, see
+// open.ts): at most PREALLOCATION_CHUNK plus a block of them, up to a multiple of
+// PREALLOCATION_BLOCK (files.ts). A file that a crash left that way is read as usual.
 import type { JobRecord, JobState } from "../wal.ts";
 import { crc32cFinal, crc32cUpdate, CRC_INIT } from "./crc.ts";
 
@@ -54,6 +58,8 @@ export const FIXED_SIZE = 76;
 export const SHORT_RECORD_SIZE = RECORD_HEADER_SIZE + FIXED_SIZE;
 export const IDS_RECORD_SIZE = RECORD_HEADER_SIZE + 8;
 export const MAX_TUBE_BYTES = 255;
+/** The most zero bytes preallocated at a time (open.ts preallocation()). */
+export const PREALLOCATION_CHUNK = 64 * 1024;
 /** Largest payload accepted: a 1 GiB body (beanstalkd's -z cap) plus CRLF and names. */
 export const MAX_PAYLOAD = FIXED_SIZE + MAX_TUBE_BYTES + 2 ** 30 + 2;
 

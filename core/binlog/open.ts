@@ -1,11 +1,12 @@
 // Opening the log at startup: lock the directory, migrate old names, replay, and hand
 // the replayed files, rebuilt as Binlog parts, to a new Binlog (binlog.ts); WalOpenError
 // for what stops startup.
-import type { Files } from "../files.ts";
-import { errorText, joinPath } from "../files.ts";
+import type { Files, Preallocation } from "../files.ts";
+import { errorText, joinPath, PREALLOCATION_BLOCK } from "../files.ts";
 import type { JobState, Recovered } from "../wal.ts";
 import type { Clock } from "../clock.ts";
 import { jobsInOrder, replay } from "./recover.ts";
+import { PREALLOCATION_CHUNK } from "./codec.ts";
 import { migrateLegacyNames } from "./legacy_names.ts";
 import { Binlog } from "./binlog.ts";
 import { Ballast } from "./ballast.ts";
@@ -52,7 +53,8 @@ export function openBinlog(
 /** The replayed files as the parts a Binlog runs on: the file set, ids.N, each live job's home, the ballast. */
 function rebuild(opts: BinlogOptions, files: Files, r: ReturnType<typeof replay>): BinlogParts {
   const syncing = opts.fsyncMs !== "never" || opts.durableAcks;
-  const segs = new Segments(files, opts.dir, opts.log, syncing, r.files, r.maxSeq + 1);
+  const pre = opts.durableAcks ? preallocation(opts.maxFileSize) : undefined;
+  const segs = new Segments(files, opts.dir, opts.log, syncing, r.files, r.maxSeq + 1, pre);
   const ids = new IdMark(files, opts.dir, opts.log, syncing, r.idFiles, r.maxIdSeq + 1);
   ids.record(r.maxId);
   const homes = new Homes(segs);
@@ -63,4 +65,16 @@ function rebuild(opts: BinlogOptions, files: Files, r: ReturnType<typeof replay>
   const ballast = new Ballast(files, joinPath(opts.dir, "ballast"), opts.log);
   ballast.ensure(homes.jobs.size);
   return { segs, ids, homes, ballast, maxId: r.maxId, maxBuryOrder: r.maxBuryOrder };
+}
+
+/**
+ * Under -f 0 every acknowledgement waits for an fsync, and one that must commit a grown
+ * file size costs about half as much again (README.md): zero blocks ahead of the data,
+ * PREALLOCATION_CHUNK at a time, or a quarter of -s when that is less (at least a
+ * block), so that a file stays within -s (rounded up to a block) and the disk use stays
+ * bounded as before. With -f N one fsync per N ms pays for the size once: no gain.
+ */
+export function preallocation(maxFileSize: number): Preallocation {
+  const quarter = Math.floor(maxFileSize / 4 / PREALLOCATION_BLOCK) * PREALLOCATION_BLOCK;
+  return { chunk: Math.max(PREALLOCATION_BLOCK, Math.min(PREALLOCATION_CHUNK, quarter)), limit: maxFileSize };
 }

@@ -8,7 +8,10 @@
 //     reading the file at the first error).
 //   * A record whose checksummed length runs past the end of the file is a torn
 //     tail: it and the (nonexistent) rest are dropped. Zero bytes up to the end of
-//     the file are an unwritten tail (delayed allocation after a power cut).
+//     the file are an unwritten tail (delayed allocation after a power cut), and are
+//     reported, unless they are what preallocation leaves (-f 0, codec.ts): at most
+//     PREALLOCATION_CHUNK plus a block of them, up to a file end on a block boundary.
+//     That is every file a crash interrupted under -f 0, so it is no news.
 //   * A file whose header is not ours (magic, version) is reported and left alone;
 //     an empty or all-zero file holds nothing and is removed. A header with a bad
 //     checksum is reported, and its records are still tried with its salt: only
@@ -27,7 +30,7 @@
 //     (ids.ts: the high-water kept apart from the log files) count too;
 //     only their id reservations are used.
 import type { Files } from "../files.ts";
-import { errorText, joinPath } from "../files.ts";
+import { errorText, joinPath, PREALLOCATION_BLOCK } from "../files.ts";
 import type { JobRecord } from "../wal.ts";
 import {
   checkRecordHeader,
@@ -37,6 +40,7 @@ import {
   KIND_IDS,
   LOG_NAME_PREFIX,
   payloadMatches,
+  PREALLOCATION_CHUNK,
   RECORD_HEADER_SIZE,
   RECORD_MARK,
   saltState,
@@ -86,6 +90,11 @@ function emptyResult(): ReplayResult {
 function allZero(b: Uint8Array, from: number): boolean {
   for (let i = from; i < b.length; i++) if (b[i] !== 0) return false;
   return true;
+}
+
+/** Whether zero bytes from `from` to `end` may be blocks preallocated ahead of the data (codec.ts). */
+function preallocated(end: number, from: number): boolean {
+  return end % PREALLOCATION_BLOCK === 0 && end - from <= PREALLOCATION_CHUNK + PREALLOCATION_BLOCK;
 }
 
 /** Next offset >= from holding a record that fully verifies, or -1. */
@@ -226,7 +235,9 @@ function readOne(
       }
     }
     if (allZero(b, off)) {
-      report(path, off, `${b.length - off} zero bytes at end of file (an unwritten tail)`);
+      if (!preallocated(b.length, off)) {
+        report(path, off, `${b.length - off} zero bytes at end of file (an unwritten tail)`);
+      }
       break;
     }
     const next = resync(b, off + 1, salt);

@@ -20,7 +20,7 @@
 // the flush that wrote it. A failed flush cuts the file back (as a failed append
 // did), takes the lost bytes out of the sizes and tells the binlog (onFlush), which
 // undoes what must not outlive them; positions stay where they are (a gap).
-import type { AppendFile, Files } from "../files.ts";
+import type { AppendFile, Files, Preallocation } from "../files.ts";
 import { closeQuietly, errorCode, errorText, joinPath } from "../files.ts";
 import { encodeFileHeader, FILE_HEADER_SIZE, LOG_NAME_PREFIX, saltState } from "./codec.ts";
 import { Pending } from "./pending.ts";
@@ -32,6 +32,8 @@ export class Segments {
   #log: (msg: string) => void;
   /** Whether fsyncs happen at all (false only with -F and no durable acks). */
   #syncing: boolean;
+  /** For new log files (open.ts: under -f 0 only). */
+  #preallocate: Preallocation | undefined;
   #list: LogFile[] = [];
   #bySeq = new Map<number, LogFile>();
   #closing: LogFile[] = [];
@@ -64,11 +66,13 @@ export class Segments {
     syncing: boolean,
     recovered: ReadonlyArray<{ seq: number; path: string; size: number }>,
     nextSeq: number,
+    preallocate?: Preallocation,
   ) {
     this.#files = files;
     this.#dir = dir;
     this.#log = log;
     this.#syncing = syncing;
+    this.#preallocate = preallocate;
     this.nextSeq = nextSeq;
     for (const r of recovered) {
       const f: LogFile = {
@@ -130,7 +134,7 @@ export class Segments {
       const path = joinPath(this.#dir, LOG_NAME_PREFIX + seq);
       let h: AppendFile;
       try {
-        h = this.#files.open(path, "new");
+        h = this.#files.open(path, "new", this.#preallocate);
       } catch (e) {
         if (errorCode(e) === "EEXIST") {
           this.nextSeq++;

@@ -13,6 +13,7 @@ import type { JobRecord } from "../../core/wal.ts";
 import { BUN, DENO, ROOT, RUNTIME } from "../harness/paths.ts";
 import { ok } from "../harness/binlog_fixture.ts";
 import { jobRecord } from "../harness/job_record.ts";
+import { recordSpans } from "../harness/binlog_dir.ts";
 
 const base = fs.mkdtempSync(join(tmpdir(), "tubeway-binlog-"));
 after(() => fs.rmSync(base, { recursive: true, force: true }));
@@ -98,6 +99,59 @@ describe("binlog on the real file system", () => {
     assert.equal(wal.stats().recordsMigrated, 0);
     assert.ok(peak <= 3 * 4096, `peak ${peak} bytes`);
     wal.close();
+  });
+
+  test("preallocation: zero blocks ahead of the data, a chunk at a time up to the limit; size() is the data", () => {
+    const path = join(freshDir(), "f");
+    const h = nodeFiles.open(path, "new", { chunk: 8192, limit: 20000 });
+    const onDisk = () => fs.statSync(path).size;
+    h.append(new Uint8Array(100).fill(1));
+    assert.deepEqual([h.size(), onDisk()], [100, 8192]);
+    h.append(new Uint8Array(9000).fill(2));
+    assert.deepEqual([h.size(), onDisk()], [9100, 16384], "a chunk past the old end, to a block boundary");
+    h.append(new Uint8Array(4000).fill(3));
+    assert.deepEqual([h.size(), onDisk()], [13100, 16384], "into the zero blocks");
+    h.append(new Uint8Array(4000).fill(3));
+    assert.deepEqual([h.size(), onDisk()], [17100, 20480], "no further than the limit (rounded up to a block)");
+    h.append(new Uint8Array(15000).fill(4));
+    assert.deepEqual([h.size(), onDisk()], [32100, 32100], "past the limit: a plain append");
+    h.truncate(9100);
+    assert.deepEqual([h.size(), onDisk()], [9100, 9100]);
+    h.append(new Uint8Array(10).fill(5));
+    assert.deepEqual([h.size(), onDisk()], [9110, 20480]);
+    h.close();
+    const b = fs.readFileSync(path);
+    assert.equal(b.length, 9110, "close cuts the zero tail off");
+    assert.deepEqual([b[0], b[99], b[100], b[9099], b[9100], b[9109]], [1, 1, 2, 2, 5, 5]);
+  });
+
+  test("-f 0: the current file is preallocated; a crash leaves a zero tail that recovery reads quietly", async () => {
+    const dir = freshDir();
+    const opts = { dir, fsyncMs: 0, durableAcks: true, maxFileSize: 1 << 20, maxJobSize: 65535 };
+    const logs: string[] = [];
+    const { wal } = openBinlog({ ...opts, log: (m) => logs.push(m) }, nodeFiles, { now: () => Date.now() }, () => {
+      return undefined;
+    });
+    for (let i = 1; i <= 30; i++) assert.equal(wal.put(job(i, `job ${i} ${"x".repeat(200)}`)), true);
+    assert.equal(await ok(wal.synced()), true);
+    const current = join(dir, `tubeway.${wal.stats().currentIndex}`);
+    const held = fs.readFileSync(current);
+    const data = recordSpans(current).at(-1)!.end;
+    assert.ok(held.length % 4096 === 0 && held.length >= data + 4096, `${held.length} bytes on disk, ${data} of data`);
+    assert.ok(held.subarray(data).every((x) => x === 0), "zeros after the data");
+    // kill -9 now: what is in the files is what the next start reads
+    const crashed = freshDir();
+    for (const name of fs.readdirSync(dir)) {
+      if (/^(tubeway|ids)\.\d+$/.test(name)) fs.copyFileSync(join(dir, name), join(crashed, name));
+    }
+    const afterCrash: string[] = [];
+    const r = open(crashed, afterCrash, true);
+    assert.equal(r.recovered.jobs.length, 30);
+    assert.deepEqual(afterCrash, [], "no damage reported");
+    r.wal.close();
+    wal.close();
+    assert.equal(fs.statSync(current).size, data, "close cuts the zero tail off");
+    assert.deepEqual(logs, []);
   });
 
   test("a second open in the same process fails; after close it works", () => {

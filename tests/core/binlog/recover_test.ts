@@ -189,6 +189,37 @@ describe("recovery", () => {
     assert.deepEqual(logNames(files), ["tubeway.1", "tubeway.3"]);
   });
 
+  test("a zero tail up to a block boundary, as preallocation under -f 0 leaves it, is not reported", () => {
+    const { files, e, a, b, c } = sampleLog();
+    e.wal.close();
+    const path = `${DIR}/tubeway.1`;
+    const data = files.read(path);
+    const padded = (to: number) => {
+      const out = new Uint8Array(to);
+      out.set(data);
+      return out;
+    };
+    const block = (n: number) => Math.ceil(n / 4096) * 4096;
+    // a preallocated tail: at most 64 KiB plus a block, to a multiple of 4096
+    files.put(path, padded(block(data.length) + 64 * 1024));
+    const r = new Engine(files).open();
+    assert.deepEqual(r.recovered.jobs.map((j) => j.id).sort(), [a, b, c].sort());
+    assert.deepEqual(r.logs, []);
+    r.wal.close();
+    // longer than preallocation ever leaves: reported
+    const long = padded(block(data.length) + 64 * 1024 + 4096 * 2);
+    files.put(path, long);
+    const again = new Engine(files).open();
+    assert.deepEqual(again.recovered.jobs.map((j) => j.id).sort(), [a, b, c].sort());
+    assert.ok(
+      again.logs.includes(
+        `${path}:${data.length}: ${long.length - data.length} zero bytes at end of file (an unwritten tail)`,
+      ),
+      again.logs.join("\n"),
+    );
+    again.wal.close();
+  });
+
   test("a foreign file is reported and left alone; a damaged header still yields its records", () => {
     const { files, e, a, b, c } = sampleLog();
     e.wal.close();
