@@ -11,6 +11,7 @@ import { systemClock } from "../../core/clock.ts";
 import { Queue } from "../../core/queue.ts";
 import { Service } from "../../protocol/service.ts";
 import { Connection } from "../../protocol/connection.ts";
+import { yieldToIO } from "../../protocol/yield.ts";
 
 const DIR = "/wal";
 const enc = new TextEncoder();
@@ -79,7 +80,7 @@ function setup(durableAcks: boolean) {
       finishWrite: () => held?.(),
     };
   };
-  return { events, errors, files, wal, queue, connect };
+  return { events, errors, files, wal, queue, svc, connect };
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
@@ -150,6 +151,43 @@ describe("the log under a connection", () => {
     assert.deepEqual(t.events.filter((e) => e === "append"), ["append"], t.events.join("|"));
     assert.equal(t.events[0], "append", "the records, then the replies");
     for (const n of ["a", "b", "c"]) assert.match(sentBy(t.events, n), /^INSERTED \d+\r\nINSERTED \d+\r\n$/);
+    t.wal.close();
+  });
+
+  test("a lone client's batch is answered at the end of the microtasks, without waiting a turn of the loop", async () => {
+    const t = setup(false);
+    const a = t.connect("a");
+    a.send(puts(1, "warm"));
+    await tick();
+    t.events.length = 0;
+    a.send(puts(1, "x"));
+    await Promise.resolve();
+    assert.deepEqual(t.events[0], "append");
+    assert.match(sentBy(t.events, "a"), /^INSERTED \d+\r\n$/);
+    t.wal.close();
+  });
+
+  test("clients served one callback at a time (as on Bun) share one append once they are many, and alone again later", async () => {
+    const t = setup(false);
+    const cs = ["a", "b", "c"].map((n) => t.connect(n));
+    const oneCallbackEach = async () => {
+      for (const c of cs) {
+        c.send(puts(1, "x"));
+        await Promise.resolve(); // the runtime drains the microtasks between two sockets' callbacks
+      }
+      await yieldToIO();
+    };
+    await oneCallbackEach(); // two appends in one turn of the loop: many clients
+    assert.ok(t.svc.logTurn!.late);
+    t.events.length = 0;
+    await oneCallbackEach();
+    assert.deepEqual(t.events.filter((e) => e === "append"), ["append"], t.events.join("|"));
+    for (const n of ["a", "b", "c"]) assert.match(sentBy(t.events, n), /^INSERTED \d+\r\n$/);
+    for (let i = 0; i < 64; i++) {
+      cs[0]!.send(puts(1, "alone"));
+      await yieldToIO();
+    }
+    assert.equal(t.svc.logTurn!.late, false, "a lone client again: no extra turn of the loop");
     t.wal.close();
   });
 
