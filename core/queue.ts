@@ -11,6 +11,7 @@ import { type JobRecord, type JobState, noWal, type Wal } from "./wal.ts";
 import { DEFAULT_BINLOG_SIZE } from "./config.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "./histogram.ts";
 import * as upkeep from "./queue_upkeep.ts";
+import { JobTable } from "./job_table.ts";
 
 export { DEADLINE_SOON_MS };
 export type { Refusal } from "./queue_upkeep.ts";
@@ -37,7 +38,7 @@ export class Queue {
   /** Called with the new earliest deadline whenever one appears that is sooner than any before. */
   onDeadline: ((atMs: number) => void) | undefined;
 
-  readonly #jobs = new Map<number, Job>();
+  readonly #jobs = new JobTable<Job>();
   readonly #tubes = new Tubes();
   readonly #records: Records;
   /** Every delayed job, for promotion; every reserved job, for TTR expiry. */
@@ -137,7 +138,7 @@ export class Queue {
     if (this.#logging && !this.#logged(this.wal.put(this.#records.of(j, j.state, now, true)), now)) {
       return "OUT_OF_MEMORY";
     }
-    this.#jobs.set(id, j);
+    this.#jobs.set(j);
     tube.totalJobs++;
     this.counters.totalJobs++;
     if (delaySec > 0) this.#addDelayed(j);
@@ -354,7 +355,7 @@ export class Queue {
    * Ids continue above maxId. Counters are not restored (as 1.12).
    */
   restore(records: Iterable<JobRecord>, maxId: number): void {
-    this.#records.restore(records, this.#tubes, (j) => this.#jobs.set(j.id, j), (j) => this.#addDelayed(j));
+    this.#records.restore(records, this.#tubes, (j) => this.#jobs.set(j), (j) => this.#addDelayed(j));
     this.#nextId = Math.max(this.#nextId, maxId + 1);
   }
 
@@ -401,7 +402,7 @@ export class Queue {
   }
 
   #reserveFor(c: Client, j: Job, now: number): void {
-    if (j.state === "ready") this.latency.readyToReserve.observe(now - j.readySince);
+    if (j.state === "ready") this.latency.readyToReserve.observe(now - j.deadline);
     j.reservedAt = now;
     j.state = "reserved";
     j.owner = c;
