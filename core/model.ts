@@ -62,7 +62,7 @@ export class Job {
   pri: number;
   delayMs: number;
   ttrMs: number;
-  /** Monotonic ms when created, whole (may lie before process start after a restart). */
+  /** Monotonic ms when created (may lie before process start after a restart); see jobMs. */
   createdAt: number;
   state: JobState = "ready";
   /**
@@ -105,9 +105,7 @@ export class Job {
     this.pri = pri;
     this.delayMs = delayMs;
     this.ttrMs = ttrMs;
-    // Whole ms: a small integer is stored in the object itself, where a fractional
-    // one costs V8 (Deno) a separate 16-byte number per job; ages are whole seconds.
-    this.createdAt = Math.floor(createdAt);
+    this.createdAt = jobMs(createdAt);
   }
 
   /** Body including its trailing CRLF, exactly as sent; never mutate it. */
@@ -119,6 +117,16 @@ export class Job {
   get size(): number {
     return this.#len - 2;
   }
+}
+
+/**
+ * A time as a job keeps it: whole ms, rounded up, so a deadline never comes early.
+ * Whole because V8 (Deno) keeps a field that ever holds a fractional number as a
+ * separate 16-byte heap number per job, where a small integer sits in the object
+ * itself (memory per job is a goal; deadlines and ages need no finer grain).
+ */
+export function jobMs(t: number): number {
+  return Math.ceil(t);
 }
 
 /** Ready order: priority, then id (ids are unique, so the order is total). */
@@ -198,7 +206,7 @@ export class Tube {
   /** `now`: monotonic ms, kept in the job's deadline: when it became ready (queue latency metrics). */
   pushReady(j: Job, now: number): void {
     j.state = "ready";
-    j.deadline = now;
+    j.deadline = jobMs(now);
     this.ready.push(j);
     if (j.pri < URGENT_PRI) this.urgent++;
   }

@@ -1,7 +1,17 @@
 // The queue engine: every state change of jobs, tubes and waiting clients.
 // Pure TypeScript, no I/O: time comes from the injected clock, the binlog sits behind
 // the Wal interface, and the one timer lives with the caller (see tick()).
-import { type Client, deadlineBefore, Heap, Job, readyBefore, timeSlot, type Tube, type WaitEnd } from "./model.ts";
+import {
+  type Client,
+  deadlineBefore,
+  Heap,
+  Job,
+  jobMs,
+  readyBefore,
+  timeSlot,
+  type Tube,
+  type WaitEnd,
+} from "./model.ts";
 import { DEADLINE_SOON_MS, Waits } from "./waits.ts";
 import type { Clock } from "./clock.ts";
 import { Counters, type Gauges, type JobStats, type TubeStats } from "./stats.ts";
@@ -133,7 +143,7 @@ export class Queue {
     const j = new Job(id, tube, pri, delaySec * 1000, Math.max(ttrSec, 1) * 1000, body, now);
     if (delaySec > 0) {
       j.state = "delayed";
-      j.deadline = now + j.delayMs;
+      j.deadline = jobMs(now + j.delayMs);
     }
     if (this.#logging && !this.#logged(this.wal.put(this.#records.of(j, j.state, now, true)), now)) {
       return "OUT_OF_MEMORY";
@@ -217,7 +227,7 @@ export class Queue {
     j.releases++;
     if (delayed) {
       j.state = "delayed";
-      j.deadline = now + j.delayMs;
+      j.deadline = jobMs(now + j.delayMs);
       this.#addDelayed(j);
     } else {
       j.tube.pushReady(j, now);
@@ -247,7 +257,7 @@ export class Queue {
     const j = this.#ownedBy(c, id);
     if (!j) return false;
     this.#ttr.remove(j);
-    j.deadline = this.clock.now() + j.ttrMs;
+    j.deadline = jobMs(this.clock.now() + j.ttrMs);
     this.#ttr.push(j);
     return true;
   }
@@ -403,10 +413,10 @@ export class Queue {
 
   #reserveFor(c: Client, j: Job, now: number): void {
     if (j.state === "ready") this.latency.readyToReserve.observe(now - j.deadline);
-    j.reservedAt = now;
+    j.reservedAt = jobMs(now);
     j.state = "reserved";
     j.owner = c;
-    j.deadline = now + j.ttrMs;
+    j.deadline = jobMs(now + j.ttrMs);
     j.reserves++;
     j.tube.reserved++;
     c.reserved.push(j);
