@@ -62,18 +62,21 @@ export class Job {
   pri: number;
   delayMs: number;
   ttrMs: number;
-  /** Monotonic ms when created (may lie before process start after a restart). */
+  /** Monotonic ms when created (may lie before process start after a restart); see jobMs. */
   createdAt: number;
   state: JobState = "ready";
-  /** Monotonic ms: delayed → when it becomes ready; reserved → when TTR ends. */
+  /**
+   * Monotonic ms: delayed → when it becomes ready; reserved → when TTR ends; ready →
+   * when it became ready (for the metrics port's queue latency and oldest-job age; one
+   * field for the three, as a job is in one state at a time: memory per job is a goal).
+   */
   deadline = 0;
   reserves = 0;
   timeouts = 0;
   releases = 0;
   buries = 0;
   kicks = 0;
-  /** Monotonic ms when it last became ready, and when it was last reserved (for the metrics port). */
-  readySince = 0;
+  /** Monotonic ms when it was last reserved (for the metrics port). */
   reservedAt = 0;
   /** Slot in the tube's ready or delayed heap. */
   tubeSlot = -1;
@@ -102,7 +105,7 @@ export class Job {
     this.pri = pri;
     this.delayMs = delayMs;
     this.ttrMs = ttrMs;
-    this.createdAt = createdAt;
+    this.createdAt = jobMs(createdAt);
   }
 
   /** Body including its trailing CRLF, exactly as sent; never mutate it. */
@@ -114,6 +117,16 @@ export class Job {
   get size(): number {
     return this.#len - 2;
   }
+}
+
+/**
+ * A time as a job keeps it: whole ms, rounded up, so a deadline never comes early.
+ * Whole because V8 (Deno) keeps a field that ever holds a fractional number as a
+ * separate 16-byte heap number per job, where a small integer sits in the object
+ * itself (memory per job is a goal; deadlines and ages need no finer grain).
+ */
+export function jobMs(t: number): number {
+  return Math.ceil(t);
 }
 
 /** Ready order: priority, then id (ids are unique, so the order is total). */
@@ -190,10 +203,10 @@ export class Tube {
     return this.using === 0 && this.watching === 0 && this.jobs === 0;
   }
 
-  /** `now`: monotonic ms, kept as the job's readySince (queue latency metrics). */
+  /** `now`: monotonic ms, kept in the job's deadline: when it became ready (queue latency metrics). */
   pushReady(j: Job, now: number): void {
     j.state = "ready";
-    j.readySince = now;
+    j.deadline = jobMs(now);
     this.ready.push(j);
     if (j.pri < URGENT_PRI) this.urgent++;
   }

@@ -1,7 +1,17 @@
 // The queue engine: every state change of jobs, tubes and waiting clients.
 // Pure TypeScript, no I/O: time comes from the injected clock, the binlog sits behind
 // the Wal interface, and the one timer lives with the caller (see tick()).
-import { type Client, deadlineBefore, Heap, Job, readyBefore, timeSlot, type Tube, type WaitEnd } from "./model.ts";
+import {
+  type Client,
+  deadlineBefore,
+  Heap,
+  Job,
+  jobMs,
+  readyBefore,
+  timeSlot,
+  type Tube,
+  type WaitEnd,
+} from "./model.ts";
 import { DEADLINE_SOON_MS, Waits } from "./waits.ts";
 import type { Clock } from "./clock.ts";
 import { Counters, type Gauges, type JobStats, type TubeStats } from "./stats.ts";
@@ -11,6 +21,7 @@ import { type JobRecord, type JobState, noWal, type Wal } from "./wal.ts";
 import { DEFAULT_BINLOG_SIZE } from "./config.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "./histogram.ts";
 import * as upkeep from "./queue_upkeep.ts";
+import { JobTable } from "./job_table.ts";
 
 export { DEADLINE_SOON_MS };
 export type { Refusal } from "./queue_upkeep.ts";
@@ -37,7 +48,7 @@ export class Queue {
   /** Called with the new earliest deadline whenever one appears that is sooner than any before. */
   onDeadline: ((atMs: number) => void) | undefined;
 
-  readonly #jobs = new Map<number, Job>();
+  readonly #jobs = new JobTable<Job>();
   readonly #tubes = new Tubes();
   readonly #records: Records;
   /** Every delayed job, for promotion; every reserved job, for TTR expiry. */
@@ -132,12 +143,12 @@ export class Queue {
     const j = new Job(id, tube, pri, delaySec * 1000, Math.max(ttrSec, 1) * 1000, body, now);
     if (delaySec > 0) {
       j.state = "delayed";
-      j.deadline = now + j.delayMs;
+      j.deadline = jobMs(now + j.delayMs);
     }
     if (this.#logging && !this.#logged(this.wal.put(this.#records.of(j, j.state, now, true)), now)) {
       return "OUT_OF_MEMORY";
     }
-    this.#jobs.set(id, j);
+    this.#jobs.set(j);
     tube.totalJobs++;
     this.counters.totalJobs++;
     if (delaySec > 0) this.#addDelayed(j);
@@ -216,7 +227,7 @@ export class Queue {
     j.releases++;
     if (delayed) {
       j.state = "delayed";
-      j.deadline = now + j.delayMs;
+      j.deadline = jobMs(now + j.delayMs);
       this.#addDelayed(j);
     } else {
       j.tube.pushReady(j, now);
@@ -246,7 +257,7 @@ export class Queue {
     const j = this.#ownedBy(c, id);
     if (!j) return false;
     this.#ttr.remove(j);
-    j.deadline = this.clock.now() + j.ttrMs;
+    j.deadline = jobMs(this.clock.now() + j.ttrMs);
     this.#ttr.push(j);
     return true;
   }
@@ -354,7 +365,7 @@ export class Queue {
    * Ids continue above maxId. Counters are not restored (as 1.12).
    */
   restore(records: Iterable<JobRecord>, maxId: number): void {
-    this.#records.restore(records, this.#tubes, (j) => this.#jobs.set(j.id, j), (j) => this.#addDelayed(j));
+    this.#records.restore(records, this.#tubes, (j) => this.#jobs.set(j), (j) => this.#addDelayed(j));
     this.#nextId = Math.max(this.#nextId, maxId + 1);
   }
 
@@ -401,11 +412,11 @@ export class Queue {
   }
 
   #reserveFor(c: Client, j: Job, now: number): void {
-    if (j.state === "ready") this.latency.readyToReserve.observe(now - j.readySince);
-    j.reservedAt = now;
+    if (j.state === "ready") this.latency.readyToReserve.observe(now - j.deadline);
+    j.reservedAt = jobMs(now);
     j.state = "reserved";
     j.owner = c;
-    j.deadline = now + j.ttrMs;
+    j.deadline = jobMs(now + j.ttrMs);
     j.reserves++;
     j.tube.reserved++;
     c.reserved.push(j);

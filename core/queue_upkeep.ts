@@ -7,6 +7,7 @@ import type { Clock } from "./clock.ts";
 import { type Counters, type Gauges, jobGauges, type JobStats, jobStats, type TubeStats, tubeStats } from "./stats.ts";
 import type { Tubes } from "./tubes.ts";
 import type { JobRecord, JobState, Wal } from "./wal.ts";
+import type { JobTable } from "./job_table.ts";
 
 /** Outcome of a command the log can refuse: the reply word, or a server error. */
 export type Refusal = "NOT_FOUND" | "INTERNAL_ERROR";
@@ -25,7 +26,7 @@ export interface QueueParts {
   readonly logging: boolean;
   readonly counters: Counters;
   readonly presence: Presence;
-  readonly jobs: Map<number, Job>;
+  readonly jobs: JobTable<Job>;
   readonly tubes: Tubes;
   /** Every delayed job, for promotion; every reserved job, for TTR expiry. */
   readonly delayed: Heap<Job>;

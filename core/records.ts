@@ -1,7 +1,7 @@
 // Jobs as the log sees them: plain JobRecords with wall-clock times (monotonic time
 // means nothing after a restart), and back: restore() rebuilds recovered jobs.
 import type { Clock } from "./clock.ts";
-import { Job } from "./model.ts";
+import { Job, jobMs } from "./model.ts";
 import type { Tubes } from "./tubes.ts";
 import type { JobRecord, JobState } from "./wal.ts";
 
@@ -81,7 +81,7 @@ export class Records {
         t.buried.push(j);
       } else if (r.state === "delayed" && r.deadlineAtMs > wallNow) {
         j.state = "delayed";
-        j.deadline = this.mono(r.deadlineAtMs);
+        j.deadline = jobMs(this.mono(r.deadlineAtMs));
         delay(j);
       } else t.pushReady(j, now);
     }

@@ -65,6 +65,12 @@ export interface Wal {
    * not be sent. The log stays usable for later changes.
    */
   flush(): boolean;
+  /**
+   * The caller will flush() before acknowledging anything, later in this turn of the
+   * event loop: the log should not write the pending records on its own meanwhile,
+   * so that several callers' records share that one append.
+   */
+  hold?(): void;
   /** File sequence number holding the job's newest full record (stats-job `file`). */
   fileOf(id: number): number;
   /**

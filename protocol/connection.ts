@@ -6,8 +6,8 @@
 //
 // Flow control, both ways: while OUT_HIGH bytes of replies or more wait to be written
 // (even within one batch of commands: a read may hold thousands of pipelined peeks),
-// or while the client waits in reserve, or while replies wait for the binlog (durable
-// acks), no further commands are processed; `wantsInput` turns false, so the adapter
+// or while the client waits in reserve, or while replies wait for the binlog (the
+// turn's append, see log_turn.ts, and with durable acks the fsync), no further commands are processed; `wantsInput` turns false, so the adapter
 // stops reading, except during a reserve or an fsync, where reading goes on up to
 // WAIT_READ_MAX without processing. A client that pipelines and never reads stalls on its own TCP window,
 // holding at most about OUT_HIGH of replies (bigger job bodies are held by reference,
@@ -17,6 +17,7 @@ import { type ConnectionContext, dispatch, putBody, R, reserved, Session } from 
 import type { Job, WaitEnd } from "../core/model.ts";
 import { assertNever } from "./never.ts";
 import { afterIO } from "./yield.ts";
+import type { LogTurn, LogTurnMember } from "./log_turn.ts";
 
 /** Where a connection's replies go. */
 export interface Transport {
@@ -46,6 +47,8 @@ const WAIT_READ_MAX = 64 * 1024;
 
 /** The server a connection belongs to: the commands' context, plus its bookkeeping of connections. */
 export interface ConnectionOwner extends ConnectionContext {
+  /** With a log: where batches that logged wait for the turn's one append. */
+  readonly logTurn: LogTurn | undefined;
   nextConnectionId(): number;
   /** The connection has closed. */
   forget(c: Connection): void;
@@ -68,6 +71,10 @@ export class Connection {
   #closed = false;
   #inputPaused = false;
   #continueQueued = false;
+  /** The batch waiting in a LogTurn logged something (else it waits only for the append). */
+  #batchLogged = false;
+  /** This connection as a LogTurn member, made the first time it joins one. */
+  #member: LogTurnMember | undefined;
 
   constructor(owner: ConnectionOwner, transport: Transport) {
     this.#owner = owner;
@@ -160,44 +167,55 @@ export class Connection {
       }
     }
     if (this.#s.eof && !this.#stalled) this.#s.quit = true;
-    if (this.#s.logged) {
-      this.#s.logged = false;
-      const wal = this.#s.queue.wal;
-      // The log batches: the records of this batch of commands are written now, with
-      // one append, before any of its replies goes out. Only this connection's records
-      // can be pending here: #run is synchronous, and nothing else logs between
-      // batches except compaction, which flushes its own (timer ticks and
-      // disconnects change nothing that is logged).
-      if (!wal.flush()) {
-        // Not in the log: send none of this batch's replies and drop the connection.
-        // The client sees a disconnect, never a false acknowledgement. The batch's
-        // changes are applied in memory but not on disk, which is acceptable because
-        // none of them was acknowledged (they may vanish on a restart).
-        this.#owner.error(
-          `binlog write failed: dropping connection ${this.#s.id} without replying to its last commands`,
-        );
-        this.#close();
-        return;
-      }
-      if (wal.durableAcks) {
-        // Durable acks: nothing goes out until the log is on disk; one fsync serves
-        // every connection that logged something in this turn (group commit).
-        this.#syncing = true;
-        wal.synced().then(
-          () => {
-            this.#syncing = false;
-            this.#flush();
-            this.#continue();
-          },
-          (e) => {
-            this.#owner.error(`binlog sync failed: ${e}`);
-            this.#close();
-          },
-        );
-        return;
-      }
+    // Replies already waiting for the log (nothing was processed meanwhile).
+    if (this.#syncing) return;
+    const logged = this.#s.logged;
+    this.#s.logged = false;
+    const turn = this.#owner.logTurn;
+    if (turn && (logged || (turn.pending && this.#s.out.size > 0))) {
+      // The log batches: this batch's replies wait until its records are written,
+      // with one append for every connection that logged in this turn (LogTurn).
+      // A batch that logged nothing waits too while a turn is under way: it may show
+      // a change those records describe (a reserve of a job just put).
+      this.#syncing = true;
+      this.#batchLogged = logged;
+      turn.join(this.#member ??= { logged: (ok) => this.#logged(ok) });
+      return;
     }
     this.#flush();
+  }
+
+  /** The turn's append is done: send this batch's replies, or drop the connection. */
+  #logged(ok: boolean): void {
+    if (this.#closed) return;
+    if (!ok) {
+      // Not in the log: send none of this batch's replies and drop the connection.
+      // The client sees a disconnect, never a false acknowledgement. The batch's
+      // changes are applied in memory but not on disk, which is acceptable because
+      // none of them was acknowledged (they may vanish on a restart).
+      this.#owner.error(
+        `binlog write failed: dropping connection ${this.#s.id} without replying to its last commands`,
+      );
+      this.#close();
+      return;
+    }
+    const wal = this.#s.queue.wal;
+    if (!this.#batchLogged || !wal.durableAcks) return this.#resume();
+    // Durable acks: nothing goes out until the log is on disk; one fsync serves
+    // every connection that logged something in this turn (group commit).
+    wal.synced().then(
+      () => this.#resume(),
+      (e) => {
+        this.#owner.error(`binlog sync failed: ${e}`);
+        this.#close();
+      },
+    );
+  }
+
+  #resume(): void {
+    this.#syncing = false;
+    this.#flush();
+    this.#continue();
   }
 
   /**

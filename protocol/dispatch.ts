@@ -261,13 +261,15 @@ export class Output {
   /** Allocated at the first reply: a connection that never gets one holds no buffer. */
   #buf: Uint8Array = NONE;
   /** Our buffers sealed since the last take() (queued job bodies are not ours to reuse). */
-  #sealed: ArrayBufferLike[] = [];
+  #sealed: Uint8Array[] = [];
   /** Our buffers among the pieces the last take() handed out: reusable once they are written. */
-  #taken: ArrayBufferLike[] = [];
+  #taken: Uint8Array[] = [];
   #spare: Uint8Array | null = null;
   #len = 0;
   /** Sealed pieces waiting to go out before #buf. */
   #queue: Uint8Array[] = [];
+  /** The array the last take() handed out, reused for the queue once release() says it is written. */
+  #handed: Uint8Array[] = [];
   #queued = 0;
 
   /** Bytes pending. */
@@ -296,16 +298,23 @@ export class Output {
     this.#len = n;
   }
 
-  /** A non-negative integer in decimal. */
+  /** A non-negative integer in decimal (job ids and counts: below 2^53). */
   uint(v: number): void {
     this.#room(20);
     const buf = this.#buf;
-    if (v < 10) {
-      buf[this.#len++] = 48 + v;
-      return;
+    // digits written backwards after the end, then reversed in place: no string per reply
+    let end = this.#len;
+    do {
+      const q = Math.floor(v / 10);
+      buf[end++] = 48 + (v - q * 10);
+      v = q;
+    } while (v > 0);
+    for (let i = this.#len, j = end - 1; i < j; i++, j--) {
+      const t = buf[i]!;
+      buf[i] = buf[j]!;
+      buf[j] = t;
     }
-    const s = String(v);
-    for (let i = 0; i < s.length; i++) buf[this.#len++] = s.charCodeAt(i);
+    this.#len = end;
   }
 
   /** `<prefix><n>\r\n`, e.g. INSERTED 5 */
@@ -340,7 +349,8 @@ export class Output {
   take(): Uint8Array[] {
     this.#seal();
     const q = this.#queue;
-    this.#queue = [];
+    this.#queue = this.#handed;
+    this.#handed = q;
     this.#queued = 0;
     const taken = this.#taken;
     taken.length = 0;
@@ -356,17 +366,16 @@ export class Output {
    */
   release(): void {
     for (const b of this.#taken) {
-      if (b.byteLength <= KEEP && b !== this.#buf.buffer && (!this.#spare || this.#spare.byteLength < b.byteLength)) {
-        this.#spare = new Uint8Array(b);
-      }
+      if (b.length <= KEEP && b !== this.#buf && (!this.#spare || this.#spare.length < b.length)) this.#spare = b;
     }
     this.#taken.length = 0;
+    this.#handed.length = 0;
   }
 
   #seal(): void {
     if (this.#len === 0) return;
     this.#queue.push(this.#buf.subarray(0, this.#len));
-    this.#sealed.push(this.#buf.buffer);
+    this.#sealed.push(this.#buf);
     this.#queued += this.#len;
     const spare = this.#spare;
     this.#spare = null;

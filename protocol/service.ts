@@ -8,6 +8,7 @@ import { Connection, type Transport } from "./connection.ts";
 import { type HostInfo, randomId, UNKNOWN_HOST } from "./host.ts";
 import type { ServerFacts } from "./yaml.ts";
 import { BodyArena } from "./arena.ts";
+import { LogTurn } from "./log_turn.ts";
 
 /** What `stats` reports as version: the protocol level we reproduce, so clients that check it keep working. */
 export const PROTOCOL_VERSION = "1.12";
@@ -69,6 +70,8 @@ export class Service {
   readonly #arena = new BodyArena();
   /** @internal Allocates job bodies for every connection (see BodyArena). */
   readonly bodies = (n: number): Uint8Array => this.#arena.alloc(n);
+  /** @internal With -b: one append per turn for every connection's records (see LogTurn). */
+  readonly logTurn: LogTurn | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #timerAt = Infinity;
   #lastId = 0;
@@ -81,6 +84,7 @@ export class Service {
       ...(opts.maxJobSize !== undefined ? { maxJobSize: opts.maxJobSize } : {}),
       ...(opts.wal ? { wal: opts.wal } : {}),
     });
+    this.logTurn = this.queue.wal.logs ? new LogTurn(this.queue.wal) : undefined;
     this.facts = { host: opts.host ?? UNKNOWN_HOST, id: randomId(), version: PROTOCOL_VERSION, startedAt: clock.now() };
     this.verbose = opts.verbose ?? 0;
     this.log = opts.log ?? ((l) => console.log(l));

@@ -51,6 +51,8 @@ export class Binlog implements Wal {
   /** Records from put()/update() were lost since the last flush() call: it must say so. */
   #lost = false;
   #flushQueued = false;
+  /** A caller will flush() this turn (hold()): the end-of-turn flush leaves its records to it. */
+  #held = false;
 
   constructor(opts: BinlogOptions, clock: Pick<Clock, "now">, live: LiveLookup, unlock: () => void, p: BinlogParts) {
     this.#opts = opts;
@@ -124,10 +126,15 @@ export class Binlog implements Wal {
    * log, so they must not be acknowledged. The log stays usable either way.
    */
   flush(): boolean {
+    this.#held = false;
     const ok = this.#segs.flush();
     const lost = this.#lost;
     this.#lost = false;
     return ok && !lost;
+  }
+
+  hold(): void {
+    this.#held = true;
   }
 
   /** `own`: from update() (a caller acknowledges it), not from compaction. */
@@ -282,7 +289,7 @@ export class Binlog implements Wal {
       this.#flushQueued = true;
       queueMicrotask(() => {
         this.#flushQueued = false;
-        if (!this.#closed) this.#segs.flush();
+        if (!this.#closed && !this.#held) this.#segs.flush();
       });
     }
     return true;

@@ -56,7 +56,7 @@ export function labelValue(v: string): string {
 /** Seconds since the oldest ready job of t became ready; 0 when none is ready. */
 export function oldestReadyMs(t: Tube, nowMs: number): number {
   let oldest = Infinity;
-  for (const j of t.ready.items) if (j.readySince < oldest) oldest = j.readySince;
+  for (const j of t.ready.items) if (j.deadline < oldest) oldest = j.deadline; // a ready job's: when it became ready
   return oldest === Infinity ? 0 : Math.max(0, nowMs - oldest);
 }
 

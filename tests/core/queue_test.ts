@@ -74,6 +74,25 @@ describe("delays and deadlines", () => {
     assert.equal(j.reserves, 1);
   });
 
+  it("keeps a job's times in whole ms, rounded up: off a fractional clock, no deadline comes early", () => {
+    const clock = new ManualClock(1000.4);
+    const q = new Queue({ clock });
+    const c = q.connect(() => {});
+    const j = q.put(c, 0, 0, 2, body("x")) as Job;
+    const d = q.put(c, 0, 1, 60, body("d")) as Job;
+    assert.equal(q.reserve(c, 0), j);
+    for (const t of [j.createdAt, j.deadline, j.reservedAt, d.createdAt, d.deadline]) {
+      assert.ok(Number.isInteger(t), `${t}`);
+    }
+    clock.advance(1999.9); // 3000.3: 2 s after the reserve, less the rounding up
+    q.tick();
+    assert.equal(j.state, "reserved");
+    assert.equal(d.state, "ready", "the delay of 1 s has passed");
+    clock.advance(0.7); // 3001.0
+    q.tick();
+    assert.equal(j.state, "ready");
+  });
+
   it("raises ttr 0 to 1 second", () => {
     const { q, conn, put } = setup();
     assert.equal(q.statsJob(put(conn(), 0, 0, 0).id)!.ttr, 1);

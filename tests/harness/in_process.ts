@@ -1,10 +1,14 @@
 // Protocol clients inside the test process: a connection on a Service, written to
-// and read synchronously (without -b every reply is written before push() returns).
+// and read synchronously (without -b every reply is written before push() returns;
+// with -b, replies wait for the log's append at the end of the turn: use exchange()).
 import type { Service } from "../../protocol/service.ts";
+import { yieldToIO } from "../../protocol/yield.ts";
 
 export interface LocalClient {
   /** Send bytes (a string is latin1) and return whatever replies came out. */
   send(text: string): string;
+  /** Send, and return the replies once the turn's log append has let them out (-b). */
+  exchange(text: string): Promise<string>;
   /** Replies that arrived since the last send() or take() (e.g. a reserve woken by a timer). */
   take(): string;
   close(): void;
@@ -27,6 +31,11 @@ export function localClient(svc: Service): LocalClient {
   return {
     send(text) {
       conn.push(Uint8Array.from(text, (c) => c.charCodeAt(0)));
+      return take();
+    },
+    async exchange(text) {
+      conn.push(Uint8Array.from(text, (c) => c.charCodeAt(0)));
+      await yieldToIO(); // queued after the LogTurn's own afterIO, so it runs after it
       return take();
     },
     take,

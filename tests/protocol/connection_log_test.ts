@@ -11,6 +11,7 @@ import { systemClock } from "../../core/clock.ts";
 import { Queue } from "../../core/queue.ts";
 import { Service } from "../../protocol/service.ts";
 import { Connection } from "../../protocol/connection.ts";
+import { yieldToIO } from "../../protocol/yield.ts";
 
 const DIR = "/wal";
 const enc = new TextEncoder();
@@ -79,7 +80,7 @@ function setup(durableAcks: boolean) {
       finishWrite: () => held?.(),
     };
   };
-  return { events, errors, files, wal, queue, connect };
+  return { events, errors, files, wal, queue, svc, connect };
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
@@ -103,9 +104,10 @@ describe("the log under a connection", () => {
     await tick();
     t.events.length = 0;
     a.send(puts(20, "x") + "reserve-with-timeout 0\r\n");
-    const first = t.events.length;
     a.send("bury 1 5\r\nkick 1\r\n" + puts(3, "y"));
     await tick();
+    // the replies wait for the turn's append; the second batch waits for the first's replies
+    const first = t.events.indexOf("append", 1);
     assert.deepEqual(t.events[0], "append", "the first batch's records, then its replies");
     assert.ok(t.events.slice(1, first).every((e) => e.startsWith("a: ")), t.events.join("|"));
     assert.deepEqual(t.events[first], "append", "the second batch's records, then its replies");
@@ -134,6 +136,94 @@ describe("the log under a connection", () => {
     b.send(puts(2, "later"));
     await tick();
     assert.equal(sentBy(t.events, "b"), "INSERTED 7\r\nINSERTED 8\r\n");
+    t.wal.close();
+  });
+
+  test("batches of several connections in one turn: one append for all, then their replies", async () => {
+    const t = setup(false);
+    const cs = ["a", "b", "c"].map((n) => t.connect(n));
+    cs[0]!.send(puts(1, "warm"));
+    await tick();
+    t.events.length = 0;
+    for (const c of cs) c.send(puts(2, "x"));
+    assert.equal(t.events.length, 0, "nothing written or sent before the end of the turn");
+    await tick();
+    assert.deepEqual(t.events.filter((e) => e === "append"), ["append"], t.events.join("|"));
+    assert.equal(t.events[0], "append", "the records, then the replies");
+    for (const n of ["a", "b", "c"]) assert.match(sentBy(t.events, n), /^INSERTED \d+\r\nINSERTED \d+\r\n$/);
+    t.wal.close();
+  });
+
+  test("a lone client's batch is answered at the end of the microtasks, without waiting a turn of the loop", async () => {
+    const t = setup(false);
+    const a = t.connect("a");
+    a.send(puts(1, "warm"));
+    await tick();
+    t.events.length = 0;
+    a.send(puts(1, "x"));
+    await Promise.resolve();
+    assert.deepEqual(t.events[0], "append");
+    assert.match(sentBy(t.events, "a"), /^INSERTED \d+\r\n$/);
+    t.wal.close();
+  });
+
+  test("clients served one callback at a time (as on Bun) share one append once they are many, and alone again later", async () => {
+    const t = setup(false);
+    const cs = ["a", "b", "c"].map((n) => t.connect(n));
+    const oneCallbackEach = async () => {
+      for (const c of cs) {
+        c.send(puts(1, "x"));
+        await Promise.resolve(); // the runtime drains the microtasks between two sockets' callbacks
+      }
+      await yieldToIO();
+    };
+    await oneCallbackEach(); // two appends in one turn of the loop: many clients
+    assert.ok(t.svc.logTurn!.late);
+    t.events.length = 0;
+    await oneCallbackEach();
+    assert.deepEqual(t.events.filter((e) => e === "append"), ["append"], t.events.join("|"));
+    for (const n of ["a", "b", "c"]) assert.match(sentBy(t.events, n), /^INSERTED \d+\r\n$/);
+    for (let i = 0; i < 64; i++) {
+      cs[0]!.send(puts(1, "alone"));
+      await yieldToIO();
+    }
+    assert.equal(t.svc.logTurn!.late, false, "a lone client again: no extra turn of the loop");
+    t.wal.close();
+  });
+
+  test("a failed shared append: every connection in it is dropped without its replies, later ones go on", async () => {
+    const t = setup(false);
+    const [a, b, c] = ["a", "b", "c"].map((n) => t.connect(n));
+    c!.send(puts(1, "warm"));
+    await tick();
+    t.events.length = 0;
+    t.files.failAppend(1, { code: "EIO" });
+    a!.send(puts(2, "lost"));
+    b!.send(puts(1, "lost"));
+    await tick();
+    assert.equal(sentBy(t.events, "a"), "closed");
+    assert.equal(sentBy(t.events, "b"), "closed");
+    assert.equal(t.errors.length, 2, t.errors.join("|"));
+    c!.send(puts(1, "later"));
+    await tick();
+    assert.match(sentBy(t.events, "c"), /^INSERTED \d+\r\n$/);
+    t.wal.close();
+  });
+
+  test("a reserve handed a job whose put is not yet written waits for the append", async () => {
+    const t = setup(false);
+    const a = t.connect("a");
+    const b = t.connect("b");
+    a.send(puts(1, "warm") + "delete 1\r\n");
+    await tick();
+    b.send("reserve\r\n");
+    await tick();
+    t.events.length = 0;
+    a.send(puts(1, "job"));
+    await tick();
+    const append = t.events.indexOf("append");
+    const reserved = t.events.findIndex((e) => e.startsWith("b: RESERVED"));
+    assert.ok(append >= 0 && reserved > append, t.events.join("|"));
     t.wal.close();
   });
 

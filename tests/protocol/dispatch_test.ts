@@ -22,6 +22,27 @@ describe("Output", () => {
     assert.equal(got, "b".repeat(300) + "x".repeat(20_000) + "c".repeat(5) + "y".repeat(20_000) + "d".repeat(300));
   });
 
+  it("writes numbers in decimal, from 0 to 2^53 - 1", () => {
+    for (const v of [0, 7, 9, 10, 99, 100, 4294967295, 4294967296, Number.MAX_SAFE_INTEGER]) {
+      const o = new Output();
+      o.line(new TextEncoder().encode("INSERTED "), v);
+      assert.equal(text(o.take()), `INSERTED ${v}\r\n`);
+    }
+  });
+
+  it("hands out one batch while the next is encoded, and reuses both arrays and buffers", () => {
+    const o = new Output();
+    o.bytes(fill("a", 10));
+    const first = o.take();
+    o.bytes(fill("b", 10));
+    assert.equal(text(first), "a".repeat(10), "the next batch does not touch the one being written");
+    o.release();
+    assert.equal(text(o.take()), "b".repeat(10));
+    o.release();
+    o.bytes(fill("c", 10));
+    assert.equal(text(o.take()), "c".repeat(10));
+  });
+
   it("bodies of 16 KiB or more are queued by reference, smaller ones copied", () => {
     const o = new Output();
     const big = fill("z", 16 * 1024);

@@ -35,7 +35,7 @@ describe("the log's health on the side port", () => {
     };
     try {
       const c = localClient(svc);
-      assert.equal(c.send("put 0 0 60 5\r\nhello\r\n"), "INSERTED 1\r\n");
+      assert.equal(await c.exchange("put 0 0 60 5\r\nhello\r\n"), "INSERTED 1\r\n");
       await new Promise((r) => setTimeout(r, 20)); // the group-commit fsync runs in a microtask
       let s = await scrape();
       assert.equal(s.value("tubeway_binlog_enabled"), 1);
@@ -48,14 +48,14 @@ describe("the log's health on the side port", () => {
       assert.deepEqual(await ready(), [200, "ready\n"]);
 
       files.failAppend(1, { code: "EIO" });
-      assert.equal(c.send("put 0 0 60 1\r\nx\r\n"), ""); // not logged: dropped without a reply
+      assert.equal(await c.exchange("put 0 0 60 1\r\nx\r\n"), ""); // not logged: dropped without a reply
       s = await scrape();
       assert.equal(s.value("tubeway_binlog_writable"), 0);
       assert.equal(s.value("tubeway_binlog_disk_errors_total"), 1);
       assert.deepEqual(await ready(), [503, "log not writable\n"]);
 
       const again = localClient(svc);
-      assert.match(again.send("put 0 0 60 1\r\ny\r\n"), /^INSERTED \d+\r\n$/);
+      assert.match(await again.exchange("put 0 0 60 1\r\ny\r\n"), /^INSERTED \d+\r\n$/);
       assert.deepEqual(await ready(), [200, "ready\n"]);
       again.close();
     } finally {

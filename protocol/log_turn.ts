@@ -1,0 +1,105 @@
+// One append for every connection that logged in a turn of the event loop.
+//
+// A connection whose batch of commands changed something logged (-b) holds that
+// batch's replies and joins the turn; the log then writes the records of every
+// member with one append, and each member sends its replies (or, with durable acks,
+// waits for the fsync that the same turn shares). With 50 clients sending one put at
+// a time that is one write(2) per turn instead of one per client, which was most of
+// what -b cost per put (the write syscall, and on Deno its node:fs wrapper).
+//
+// When the append runs. At the end of the current microtask queue, the batches of
+// every socket whose read completed in the same tick share it on Deno (it resolves
+// them together); Bun runs a socket's data callback and drains the microtasks
+// before the next socket's, so there each connection would append alone. Waiting
+// for the end of the event loop's turn (afterIO) shares on both, but costs a lone
+// client an extra turn of the loop (~5-10 µs) per batch. So the turn adapts: it
+// starts at the end of the microtasks, and moves to the end of the loop's turn once
+// two appends happen in one turn of the loop (the clients are many); it moves back
+// after LONELY turns in a row with one member (the load is gone).
+//
+// The guarantee is the log's: no reply before its record is written. When the
+// shared append fails, none of its records is in the file, so every member is
+// dropped without its replies (a client sees a disconnect, never a false ack).
+import { afterIO } from "./yield.ts";
+import type { Wal } from "../core/wal.ts";
+
+/** Turns in a row with a single member after which appends go back to the end of the microtasks. */
+const LONELY = 64;
+
+/** A connection waiting for its records to be written. */
+export interface LogTurnMember {
+  /** The records are in the file (ok), or lost with the append (not ok). */
+  logged(ok: boolean): void;
+}
+
+export class LogTurn {
+  readonly #wal: Wal;
+  #members: LogTurnMember[] = [];
+  #spare: LogTurnMember[] = [];
+  #queued = false;
+  /** Appends wait for the end of the event loop's turn (many clients), not of the microtasks. */
+  #late = false;
+  /** Late turns in a row that had one member. */
+  #lonely = 0;
+  /** Early appends since the event loop last turned. */
+  #early = 0;
+
+  constructor(wal: Wal) {
+    this.#wal = wal;
+  }
+
+  /**
+   * A turn is under way: some replies wait for records not yet written. Replies of
+   * other connections then wait for it too (they join), even if they logged nothing,
+   * since they may show what those records describe (a reserve handing out a job
+   * whose put is not yet in the file).
+   */
+  get pending(): boolean {
+    return this.#queued;
+  }
+
+  /** Appends wait for the end of the event loop's turn (see the header). */
+  get late(): boolean {
+    return this.#late;
+  }
+
+  /** Hold `m`'s replies until the records logged so far are written. */
+  join(m: LogTurnMember): void {
+    this.#members.push(m);
+    if (this.#queued) return;
+    this.#queued = true;
+    this.#wal.hold?.();
+    if (this.#late) afterIO(this.#write);
+    else queueMicrotask(this.#write);
+  }
+
+  readonly #write = (): void => {
+    this.#queued = false;
+    const members = this.#members;
+    this.#members = this.#spare;
+    this.#adapt(members.length);
+    // Only members' records can be pending: every logged change comes from a
+    // connection's batch (the dashboard's actions too), and the log's own writes
+    // (compaction, rotation) flush theirs and report a loss to this flush.
+    const ok = this.#wal.flush();
+    for (let i = 0; i < members.length; i++) members[i]!.logged(ok);
+    members.length = 0;
+    this.#spare = members;
+  };
+
+  #adapt(members: number): void {
+    if (this.#late) {
+      this.#lonely = members > 1 ? 0 : this.#lonely + 1;
+      if (this.#lonely >= LONELY) this.#late = false;
+    } else if (this.#early++ === 0) {
+      afterIO(this.#loopTurned);
+    } else {
+      this.#late = true;
+      this.#lonely = 0;
+    }
+  }
+
+  readonly #loopTurned = (): void => {
+    this.#early = 0;
+  };
+}
