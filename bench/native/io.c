@@ -1,0 +1,445 @@
+// The native generator's event loop: control lines from bench/gen.ts on stdin
+// (tab-separated key=value fields, see msg_parse), JSON events on stdout (the same
+// events bench/loadgen.ts sends), and the sockets: non-blocking connect, one read
+// per readiness event (level-triggered, so a busy connection cannot starve the
+// others), writes that park the unwritten rest until EPOLLOUT.
+#define _GNU_SOURCE
+#include "loadgen.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+int g_epoll;
+double g_now;
+
+double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+double cpu_ms(void) {
+  // user + system time of this process, at nanosecond resolution (not clock ticks)
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+// ------------------------------------------------------------------ buffers and JSON
+
+void buf_add(Buf *b, const void *d, size_t n) {
+  if (b->len + n > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + n) cap *= 2;
+    b->p = realloc(b->p, cap);
+    if (!b->p) abort();
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, d, n);
+  b->len += n;
+}
+
+void buf_str(Buf *b, const char *s) { buf_add(b, s, strlen(s)); }
+
+void buf_num(Buf *b, unsigned long long v) {
+  char t[24];
+  buf_add(b, t, (size_t)snprintf(t, sizeof t, "%llu", v));
+}
+
+void buf_json(Buf *b, const char *s, size_t n) {
+  buf_add(b, "\"", 1);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == '"' || ch == '\\') {
+      buf_add(b, "\\", 1);
+      buf_add(b, &s[i], 1);
+    } else if (ch < 0x20 || ch >= 0x7f) {
+      // bytes, not UTF-8: the JS generator reads replies as latin1, so do the same
+      char t[8];
+      buf_add(b, t, (size_t)snprintf(t, sizeof t, "\\u%04x", ch));
+    } else {
+      buf_add(b, &s[i], 1);
+    }
+  }
+  buf_add(b, "\"", 1);
+}
+
+void buf_free(Buf *b) {
+  free(b->p);
+  b->p = NULL;
+  b->len = b->cap = 0;
+}
+
+void emit(Buf *b) {
+  buf_add(b, "\n", 1);
+  for (size_t off = 0; off < b->len;) {
+    ssize_t k = write(1, b->p + off, b->len - off);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) exit(1); // the coordinator is gone
+    off += (size_t)k;
+  }
+  buf_free(b);
+}
+
+void emit_simple(int id, const char *ev) {
+  Buf b = {0};
+  buf_str(&b, "{\"id\":");
+  buf_num(&b, (unsigned long long)id);
+  buf_str(&b, ",\"ev\":\"");
+  buf_str(&b, ev);
+  buf_str(&b, "\"}");
+  emit(&b);
+}
+
+void emit_error(int id, const char *msg) {
+  Buf b = {0};
+  buf_str(&b, "{\"id\":");
+  buf_num(&b, (unsigned long long)id);
+  buf_str(&b, ",\"ev\":\"error\",\"message\":");
+  buf_json(&b, msg, strlen(msg));
+  buf_str(&b, "}");
+  emit(&b);
+}
+
+// ------------------------------------------------------------------ control messages
+
+const char *msg_get(const Msg *m, const char *key) {
+  for (int i = 0; i < m->n; i++)
+    if (!strcmp(m->k[i], key)) return m->v[i];
+  return NULL;
+}
+
+double msg_num(const Msg *m, const char *key, double dflt) {
+  const char *v = msg_get(m, key);
+  return v && *v ? strtod(v, NULL) : dflt;
+}
+
+/** Split `op=run\tid=3\t...` in place; a key may repeat (cmd=, want=: kept in order). */
+static void msg_parse(char *line, Msg *m) {
+  m->n = 0;
+  for (char *f = line; f && m->n < MAXF;) {
+    char *tab = strchr(f, '\t');
+    if (tab) *tab = 0;
+    char *eq = strchr(f, '=');
+    if (eq) {
+      *eq = 0;
+      m->k[m->n] = f;
+      m->v[m->n++] = eq + 1;
+    }
+    f = tab ? tab + 1 : NULL;
+  }
+}
+
+static void handle_line(char *line) {
+  Msg m;
+  msg_parse(line, &m);
+  const char *op = msg_get(&m, "op");
+  int id = (int)msg_num(&m, "id", 0);
+  if (!op) return;
+  if (!strcmp(op, "run")) op_run(&m);
+  else if (!strcmp(op, "go")) op_go(&m);
+  else if (!strcmp(op, "hold")) op_hold(&m);
+  else if (!strcmp(op, "release")) op_release(&m);
+  else if (!strcmp(op, "query")) op_query(&m);
+  else if (!strcmp(op, "exit")) exit(0);
+  else emit_error(id, "unknown op");
+}
+
+static Buf g_in;
+
+static void on_stdin(void) {
+  char t[65536];
+  ssize_t k = read(0, t, sizeof t);
+  if (k == 0) exit(0); // the coordinator closed our stdin
+  if (k < 0) {
+    if (errno == EINTR || errno == EAGAIN) return;
+    exit(1);
+  }
+  buf_add(&g_in, t, (size_t)k);
+  size_t start = 0;
+  for (size_t i = 0; i < g_in.len; i++) {
+    if (g_in.p[i] != '\n') continue;
+    g_in.p[i] = 0;
+    if (i > start) handle_line(g_in.p + start);
+    start = i + 1;
+  }
+  memmove(g_in.p, g_in.p + start, g_in.len - start);
+  g_in.len -= start;
+}
+
+// ------------------------------------------------------------------ sockets
+
+static Conn *g_garbage[4096];
+static int g_ngarbage;
+static Conn **g_more; // beyond the fixed array (a 10k-connection release)
+static size_t g_nmore, g_capmore;
+
+static void set_events(Conn *c, unsigned ev) {
+  struct epoll_event e = {.events = ev, .data.ptr = c};
+  epoll_ctl(g_epoll, EPOLL_CTL_MOD, c->fd, &e);
+}
+
+Conn *conn_open(const char *host, int port, char *err, size_t errlen) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port)};
+  if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+    snprintf(err, errlen, "bad address %s", host);
+    return NULL;
+  }
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    snprintf(err, errlen, "socket: %s", strerror(errno));
+    return NULL;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); // as every client library does
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 && errno != EINPROGRESS) {
+    snprintf(err, errlen, "connect %s:%d: %s", host, port, strerror(errno));
+    close(fd);
+    return NULL;
+  }
+  Conn *c = calloc(1, sizeof *c);
+  if (!c) abort();
+  c->fd = fd;
+  c->mode = M_CONNECTING;
+  struct epoll_event e = {.events = EPOLLOUT, .data.ptr = c};
+  epoll_ctl(g_epoll, EPOLL_CTL_ADD, fd, &e);
+  return c;
+}
+
+void conn_close(Conn *c) {
+  if (c->fd < 0) return;
+  epoll_ctl(g_epoll, EPOLL_CTL_DEL, c->fd, NULL);
+  close(c->fd);
+  c->fd = -1;
+}
+
+/** Free at the end of this loop turn: an event for it may still be in this turn's batch. */
+void conn_free_later(Conn *c) {
+  conn_close(c);
+  if (g_ngarbage < (int)(sizeof g_garbage / sizeof *g_garbage)) {
+    g_garbage[g_ngarbage++] = c;
+    return;
+  }
+  if (g_nmore == g_capmore) {
+    g_capmore = g_capmore ? g_capmore * 2 : 4096;
+    g_more = realloc(g_more, g_capmore * sizeof *g_more);
+    if (!g_more) abort();
+  }
+  g_more[g_nmore++] = c;
+}
+
+static void conn_free(Conn *c) {
+  buf_free(&c->rest);
+  buf_free(&c->out);
+  free(c->times);
+  for (int i = 0; i < c->nreplies; i++) free(c->replies[i]);
+  free(c->replies);
+  free(c);
+}
+
+static void collect_garbage(void) {
+  for (int i = 0; i < g_ngarbage; i++) conn_free(g_garbage[i]);
+  g_ngarbage = 0;
+  for (size_t i = 0; i < g_nmore; i++) conn_free(g_more[i]);
+  g_nmore = 0;
+}
+
+/** The connection failed or the server closed it: its owner decides what that means. */
+static void conn_lost(Conn *c, const char *why) {
+  if (c->fd < 0) return;
+  if (c->mode == M_LOAD) load_closed(c, why);
+  else if (c->mode == M_IDLE) {
+    char t[256];
+    snprintf(t, sizeof t, "idle connection closed: %s", why);
+    idle_event(c, t);
+    conn_close(c);
+  } else {
+    char t[256];
+    snprintf(t, sizeof t, "connection %d: %s", c->idx, why);
+    group_fail(c->group, t);
+  }
+}
+
+void conn_flush_out(Conn *c) {
+  while (c->outoff < c->out.len) {
+    ssize_t k = write(c->fd, c->out.p + c->outoff, c->out.len - c->outoff);
+    if (k > 0) {
+      c->outoff += (size_t)k;
+    } else if (k < 0 && errno == EINTR) {
+      continue;
+    } else if (k < 0 && errno == EAGAIN) {
+      break;
+    } else {
+      conn_lost(c, k < 0 ? strerror(errno) : "write returned 0");
+      return;
+    }
+  }
+  if (c->outoff == c->out.len) {
+    c->out.len = c->outoff = 0;
+    if (c->wantout) set_events(c, EPOLLIN);
+    c->wantout = 0;
+  } else if (!c->wantout) {
+    set_events(c, EPOLLIN | EPOLLOUT);
+    c->wantout = 1;
+  }
+}
+
+void conn_send(Conn *c, const char *d, size_t n) {
+  if (c->fd < 0) return;
+  if (c->out.len == c->outoff) {
+    // nothing parked: write straight from the caller's bytes, park only the rest
+    ssize_t k;
+    do k = write(c->fd, d, n);
+    while (k < 0 && errno == EINTR);
+    if (k < 0 && errno != EAGAIN) return conn_lost(c, strerror(errno));
+    if (k > 0) d += k, n -= (size_t)k;
+    if (!n) return;
+  }
+  buf_add(&c->out, d, n);
+  conn_flush_out(c);
+}
+
+// ------------------------------------------------------------------ replies
+
+static int starts(const char *p, const char *end, const char *lit) {
+  size_t n = strlen(lit);
+  return (size_t)(end - p) >= n && !memcmp(p, lit, n);
+}
+
+/** An unsigned decimal from p up to a space or `end`; sets *stop; -1 if malformed. */
+static long long num(const char *p, const char *end, const char **stop) {
+  const char *q = p;
+  unsigned long long v = 0;
+  while (q < end && *q != ' ') {
+    if (*q < '0' || *q > '9') return -1;
+    v = v * 10 + (unsigned)(*q++ - '0');
+  }
+  *stop = q;
+  return q == p ? -1 : (long long)v;
+}
+
+long parse_replies(Conn *c, const char *buf, size_t len, int (*on)(Conn *, const Reply *)) {
+  size_t pos = 0;
+  while (pos < len) {
+    const char *s = buf + pos, *end = buf + len;
+    const char *cr = memchr(s, '\r', len - pos);
+    if (!cr || cr + 1 >= end) break;
+    if (cr[1] != '\n') return -1 - (long)pos;
+    Reply r = {.kind = BS_OTHER, .line = s, .linelen = (size_t)(cr - s)};
+    const char *q;
+    long long a, n;
+    if (starts(s, cr, "INSERTED ") && (a = num(s + 9, cr, &q)) >= 0 && q == cr) {
+      r.kind = BS_INSERTED, r.a = (unsigned long long)a;
+    } else if ((starts(s, cr, "RESERVED ") && (a = num(s + 9, cr, &q)) >= 0) ||
+               (starts(s, cr, "FOUND ") && (a = num(s + 6, cr, &q)) >= 0)) {
+      if (q < cr && (n = num(q + 1, cr, &q)) >= 0 && q == cr)
+        r.kind = *s == 'R' ? BS_RESERVED : BS_FOUND, r.a = (unsigned long long)a, r.n = (size_t)n;
+    } else if (cr - s == 7 && starts(s, cr, "DELETED")) {
+      r.kind = BS_DELETED;
+    } else if (cr - s == 9 && starts(s, cr, "NOT_FOUND")) {
+      r.kind = BS_NOT_FOUND;
+    } else if (cr - s == 9 && starts(s, cr, "TIMED_OUT")) {
+      r.kind = BS_TIMED_OUT;
+    } else if (starts(s, cr, "OK ") && (n = num(s + 3, cr, &q)) >= 0 && q == cr) {
+      r.kind = BS_OK, r.n = (size_t)n;
+    } else if (starts(s, cr, "USING ") && cr - s > 6) {
+      r.kind = BS_USING;
+    } else if (starts(s, cr, "WATCHING ") && (a = num(s + 9, cr, &q)) >= 0 && q == cr) {
+      r.kind = BS_WATCHING, r.a = (unsigned long long)a;
+    }
+    size_t next = (size_t)(cr + 2 - buf);
+    if (r.kind == BS_RESERVED || r.kind == BS_FOUND || r.kind == BS_OK) {
+      r.body = cr + 2;
+      next += r.n + 2;
+      if (next > len) break;
+      if (buf[next - 2] != '\r' || buf[next - 1] != '\n') return -1 - (long)pos;
+    }
+    pos = next;
+    if (on(c, &r)) break; // the connection is done with: ignore the rest
+  }
+  return (long)pos;
+}
+
+static int on_reply(Conn *c, const Reply *r) {
+  if (c->mode == M_LOAD) return load_reply(c, r);
+  if (c->mode == M_SCRIPT) script_reply(c, r);
+  else idle_event(c, "unexpected reply on an idle connection");
+  return c->fd < 0;
+}
+
+static void on_readable(Conn *c) {
+  static char t[65536];
+  ssize_t k = read(c->fd, t, sizeof t);
+  if (k < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (k <= 0) return conn_lost(c, k == 0 ? "closed by the server" : strerror(errno));
+  g_now = now_ms();
+  const char *p = t;
+  size_t len = (size_t)k;
+  if (c->rest.len) {
+    buf_add(&c->rest, t, len);
+    p = c->rest.p, len = c->rest.len;
+  }
+  long used = parse_replies(c, p, len, on_reply);
+  if (c->fd < 0) return;
+  if (used < 0) {
+    char msg[160];
+    long at = -1 - used;
+    snprintf(msg, sizeof msg, "malformed reply: %.60s", p + at);
+    if (c->mode == M_LOAD) return load_closed(c, msg);
+    return conn_lost(c, msg);
+  }
+  // keep the partial reply for the next read (memmove: p may be rest itself)
+  size_t left = len - (size_t)used;
+  if (p == c->rest.p) memmove(c->rest.p, p + used, left), c->rest.len = left;
+  else if (left) buf_add(&c->rest, p + used, left);
+  if (c->mode == M_LOAD) load_flush(c);
+}
+
+static void on_event(Conn *c, unsigned ev) {
+  if (c->fd < 0) return;
+  if (c->mode == M_CONNECTING) {
+    int err = 0;
+    socklen_t l = sizeof err;
+    getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l);
+    if (err) return conn_lost(c, strerror(err));
+    set_events(c, EPOLLIN);
+    c->mode = M_SCRIPT;
+    script_begin(c);
+    return;
+  }
+  if (ev & EPOLLOUT) conn_flush_out(c);
+  if (c->fd >= 0 && (ev & (EPOLLIN | EPOLLERR | EPOLLHUP))) on_readable(c);
+}
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN); // a write to a closed socket is an error to report, not a death
+  g_epoll = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event e = {.events = EPOLLIN, .data.ptr = NULL};
+  epoll_ctl(g_epoll, EPOLL_CTL_ADD, 0, &e);
+  printf("{\"ev\":\"hello\",\"transport\":\"epoll\",\"runtime\":\"native\"}\n");
+  fflush(stdout);
+  struct epoll_event evs[512];
+  for (;;) {
+    // the watchdogs (warm-up end, deadline, stalls) tick every 50 ms, as loadgen.ts's
+    int n = epoll_wait(g_epoll, evs, 512, runs_active() || groups_active() ? 50 : -1);
+    for (int i = 0; i < n; i++) {
+      if (!evs[i].data.ptr) on_stdin();
+      else on_event(evs[i].data.ptr, evs[i].events);
+    }
+    double now = now_ms();
+    run_tick(now);
+    setup_tick(now);
+    run_reap();
+    collect_garbage();
+  }
+}
