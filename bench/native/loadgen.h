@@ -1,9 +1,11 @@
 // The native load generator (built by bench/native.ts with cc, driven by bench/gen.ts):
 // one single-threaded epoll loop that drives beanstalkd connections, checks every
 // reply and measures latency. Shared types of its three files:
-//   io.c     event loop, sockets, the control lines on stdin, JSON events on stdout
-//   setup.c  connection groups: setup scripts, hold/release, query
-//   run.c    the measured runs: reply parser, histogram, the workloads' closed loops
+//   io.c         event loop, sockets
+//   text.c       buffers, JSON events on stdout, control lines on stdin, reply parser
+//   setup.c      connection groups: setup scripts, hold/release, query
+//   run.c        the measured runs: life, budget, histogram, a client's output
+//   workloads.c  the workloads' closed loops (as bench/loadgen_drivers.ts)
 #ifndef LOADGEN_H
 #define LOADGEN_H
 
@@ -42,6 +44,7 @@ enum { M_CONNECTING, M_SCRIPT, M_LOAD, M_IDLE };
 
 struct Run;
 struct Group;
+typedef struct Run Run;
 
 typedef struct Conn {
   int fd;
@@ -66,6 +69,7 @@ typedef struct Conn {
 
 // io.c
 extern int g_epoll;
+void on_stdin(void);
 extern double g_now; // when the read being parsed was made
 double now_ms(void);
 double cpu_ms(void);
@@ -121,16 +125,61 @@ void op_hold(const Msg *m);
 void op_release(const Msg *m);
 void op_query(const Msg *m);
 
+// ------------------------------------------------------------------ runs
+
+enum { K_PUT, K_RD, K_E2E, K_MIX };
+
+// bench/hist.ts's buckets, so that the coordinator merges ours with no conversion:
+// 0.1 µs units, exact below 12.8 µs, then 64 sub-buckets per power of two
+#define SUB 64
+#define LINEAR (2 * SUB)
+#define HSIZE (LINEAR + 25 * SUB)
+
+typedef struct {
+  double counts[HSIZE];
+  double n, max;
+} Hist;
+
+struct Run {
+  int id, kind, n, depth, body, producers, window, sync;
+  double duration, warmup;
+  long long budget; // jobs still to start; LLONG_MAX = no limit
+  Conn **c;
+  long long ops, jobs, produced, delivered;
+  int errors, nsamples, nnotes, measuring, stopped, finished, ready, started, go, active, producers_active;
+  Buf samples, notes; // JSON strings, comma separated
+  double deadline, t0, tlast, warmend, hardstop, cpu0;
+  char *put, *batch; // one put command; `depth` of them back to back
+  size_t putlen;
+  char stats[160];
+  Hist hist;
+  struct Run *next;
+};
+
 // run.c
+void hist_add(Hist *h, double us);
+void note(Buf *list, int *count, const char *s);
+void finish(Run *r);
+void fail(Run *r, Conn *c, const char *msg); // an error; c (when given) is done
+void bad(Conn *c, const char *what, const Reply *rep);
+int take(Run *r, int k, double now);
+void finish_if_idle(Conn *c);
+void start_measuring(Run *r, double now);
+void add(Conn *c, const char *s, size_t n); // queue one command
+void add_delete(Conn *c, unsigned long long id);
 void op_run(const Msg *m);
 void op_go(const Msg *m);
 void run_ready(struct Run *r, Group *g); // every connection of the run is set up
 void run_setup_failed(struct Run *r);
-int load_reply(Conn *c, const Reply *r);
-void load_closed(Conn *c, const char *why);
 void load_flush(Conn *c);
 void run_tick(double now);
 void run_reap(void); // finished runs: report and free
 int runs_active(void);
+
+// workloads.c
+void start_client(Run *r, Conn *c, double now); // put, rd, mix: queue the first commands
+int producer_step(Conn *p, double now);         // e2e
+int load_reply(Conn *c, const Reply *r);
+void load_closed(Conn *c, const char *why);
 
 #endif

@@ -1,31 +1,17 @@
-// The measured runs: one closed loop per connection, the same four workloads and
-// the same rules as bench/loadgen_drivers.ts (so the two generators measure the same
-// thing): put with `depth` in flight; reserve+delete; producers with at most `window`
-// undelivered jobs to consumers blocked in reserve (latency put -> delivery, stamped
-// in the body); a worker-like mix. Latency of a command = the time the read that
-// carried its reply was made minus the time the write that carried it was issued.
+// The measured runs: their life (set up, ready, go, warm-up, window, watchdogs,
+// report), the budget and deadline every client draws from, the histogram, and the
+// output of one closed-loop client (workloads.c says what it sends). Latency of a
+// command = the time the read that carried its reply was made minus the time the
+// write that carried it was issued.
 #include "loadgen.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_PUT, K_RD, K_E2E, K_MIX };
-
 // ------------------------------------------------------------------ histogram
 
-// bench/hist.ts's buckets, so that the coordinator merges ours with no conversion:
-// 0.1 µs units, exact below 12.8 µs, then 64 sub-buckets per power of two
-#define SUB 64
-#define LINEAR (2 * SUB)
-#define HSIZE (LINEAR + 25 * SUB)
-
-typedef struct {
-  double counts[HSIZE];
-  double n, max;
-} Hist;
-
-static void hist_add(Hist *h, double us) {
+void hist_add(Hist *h, double us) {
   double x = us * 10 + 0.5;
   unsigned v = !(x >= 0) ? 0 : x > 2147483647.0 ? 2147483647u : (unsigned)x;
   int i = (int)v;
@@ -40,22 +26,6 @@ static void hist_add(Hist *h, double us) {
 
 // ------------------------------------------------------------------ run state
 
-typedef struct Run {
-  int id, kind, n, depth, body, producers, window, sync;
-  double duration, warmup;
-  long long budget; // jobs still to start; LLONG_MAX = no limit
-  Conn **c;
-  long long ops, jobs, produced, delivered;
-  int errors, nsamples, nnotes, measuring, stopped, finished, ready, started, go, active, producers_active;
-  Buf samples, notes; // JSON strings, comma separated
-  double deadline, t0, tlast, warmend, hardstop, cpu0;
-  char *put, *batch; // one put command; `depth` of them back to back
-  size_t putlen;
-  char stats[160];
-  Hist hist;
-  struct Run *next;
-} Run;
-
 static Run *g_runs;
 
 /** A run with commands in flight and no reply for this long has failed. */
@@ -64,19 +34,19 @@ static Run *g_runs;
 
 int runs_active(void) { return g_runs != NULL; }
 
-static void note(Buf *list, int *count, const char *s) {
+void note(Buf *list, int *count, const char *s) {
   if ((*count)++ >= 5) return;
   if (list->len) buf_add(list, ",", 1);
   buf_json(list, s, strlen(s));
 }
 
-static void finish(Run *r) { r->finished = 1; } // reported and freed by run_reap
+void finish(Run *r) { r->finished = 1; } // reported and freed by run_reap
 
-static void client_done(Run *r) {
+void client_done(Run *r) {
   if (r->ready && --r->active <= 0) finish(r); // before the start, run_ready counts who is left
 }
 
-static void fail(Run *r, Conn *c, const char *msg) {
+void fail(Run *r, Conn *c, const char *msg) {
   r->errors++;
   note(&r->samples, &r->nsamples, msg);
   if (c && !c->done) {
@@ -86,14 +56,14 @@ static void fail(Run *r, Conn *c, const char *msg) {
   }
 }
 
-static void bad(Conn *c, const char *what, const Reply *rep) {
+void bad(Conn *c, const char *what, const Reply *rep) {
   char msg[300];
   snprintf(msg, sizeof msg, "%s: got \"%.*s\"", what, (int)(rep->linelen < 120 ? rep->linelen : 120), rep->line);
   fail(c->run, c, msg);
 }
 
 /** How many new jobs may start now (deadline and budget). */
-static int take(Run *r, int k, double now) {
+int take(Run *r, int k, double now) {
   if (r->stopped) return 0;
   if (now >= r->deadline) {
     r->stopped = 1;
@@ -105,14 +75,14 @@ static int take(Run *r, int k, double now) {
   return k;
 }
 
-static void finish_if_idle(Conn *c) {
+void finish_if_idle(Conn *c) {
   if (!c->done && !c->inflight && !c->puts && !c->ocmds) {
     c->done = 1;
     client_done(c->run);
   }
 }
 
-static void start_measuring(Run *r, double now) {
+void start_measuring(Run *r, double now) {
   r->measuring = 1;
   r->ops = r->jobs = 0;
   memset(&r->hist, 0, sizeof r->hist);
@@ -123,12 +93,12 @@ static void start_measuring(Run *r, double now) {
 
 // ------------------------------------------------------------------ output
 
-static void add(Conn *c, const char *s, size_t n) {
+void add(Conn *c, const char *s, size_t n) {
   buf_add(&c->out, s, n);
   c->ocmds++;
 }
 
-static void add_delete(Conn *c, unsigned long long id) {
+void add_delete(Conn *c, unsigned long long id) {
   char t[40];
   add(c, t, (size_t)snprintf(t, sizeof t, "delete %llu\r\n", id));
 }
@@ -168,178 +138,6 @@ void load_flush(Conn *c) {
   }
   for (; puts; puts--) buf_add(&c->out, r->put, r->putlen);
   conn_flush_out(c);
-}
-
-// ------------------------------------------------------------------ workloads
-
-static void start_client(Run *r, Conn *c, double now) {
-  int k;
-  switch (r->kind) {
-  case K_PUT:
-    c->puts += (unsigned)take(r, r->depth, now);
-    if (!c->puts) finish_if_idle(c);
-    break;
-  case K_RD:
-    k = take(r, r->depth, now);
-    for (int i = 0; i < k; i++) add(c, "reserve\r\n", 9);
-    if (!k) finish_if_idle(c);
-    break;
-  case K_E2E:
-    break; // started by start_e2e
-  case K_MIX:
-    if (take(r, 1, now)) {
-      add(c, r->put, r->putlen);
-      add(c, "peek-ready\r\n", 12);
-      add(c, "reserve-with-timeout 0\r\n", 24);
-      c->step = 0;
-    } else finish_if_idle(c);
-    break;
-  }
-}
-
-static void e2e_maybe_done(Run *r) {
-  if (!r->producers_active && r->delivered >= r->produced) finish(r);
-}
-
-/** Producer p puts its next job if it may (body "<put time, 0.1 µs>:<producer>xxx…"); 1 when it queued one. */
-static int producer_step(Conn *p, double now) {
-  Run *r = p->run;
-  if (p->done || p->inflight || p->ocmds) return 0;
-  if (!r->stopped && now < r->deadline && p->undelivered >= r->window) return 0; // parked
-  if (take(r, 1, now)) {
-    char head[48], stamp[48];
-    int hl = snprintf(head, sizeof head, "put 0 0 60 %d\r\n", r->body);
-    int sl = snprintf(stamp, sizeof stamp, "%llu:%d", (unsigned long long)(now_ms() * 10000 + 0.5), p->idx);
-    buf_add(&p->out, head, (size_t)hl);
-    buf_add(&p->out, stamp, (size_t)sl);
-    for (int i = sl; i < r->body; i++) buf_add(&p->out, "x", 1);
-    add(p, "\r\n", 2);
-    p->undelivered++;
-    return 1;
-  }
-  finish_if_idle(p);
-  if (p->done) {
-    r->producers_active--;
-    e2e_maybe_done(r);
-  }
-  return 0;
-}
-
-static void e2e_reply(Run *r, Conn *c, const Reply *rep, double now) {
-  if (c->producer) {
-    if (rep->kind != BS_INSERTED) return bad(c, "put expected INSERTED", rep);
-    r->ops++;
-    r->produced++;
-    producer_step(c, now);
-    return;
-  }
-  if (rep->kind == BS_DELETED) {
-    r->ops++;
-    return;
-  }
-  if (rep->kind != BS_RESERVED) return bad(c, "consumer reserve/delete", rep);
-  if (rep->n != (size_t)r->body) return bad(c, "reserve expected the put's body size", rep);
-  const char *b = rep->body, *end = b + rep->n, *q = b;
-  unsigned long long v = 0;
-  unsigned pi = 0;
-  while (q < end && *q >= '0' && *q <= '9') v = v * 10 + (unsigned)(*q++ - '0');
-  const char *colon = q++;
-  const char *digits = q;
-  while (q < end && *q >= '0' && *q <= '9' && pi < 1000000) pi = pi * 10 + (unsigned)(*q++ - '0');
-  if (colon == b || colon >= end || *colon != ':' || q == digits || pi >= (unsigned)r->n || !r->c[pi]->producer)
-    return bad(c, "job body carries no timestamp:producer", rep);
-  Conn *p = r->c[pi];
-  hist_add(&r->hist, (now - v / 10000.0) * 1000);
-  r->ops++;
-  r->jobs++;
-  r->delivered++;
-  add_delete(c, rep->a);
-  add(c, "reserve\r\n", 9);
-  p->undelivered--;
-  if (producer_step(p, now)) load_flush(p);
-  e2e_maybe_done(r);
-}
-
-static void mix_reply(Run *r, Conn *c, const Reply *rep, double now) {
-  r->ops++;
-  switch (c->step) {
-  case 0:
-    if (rep->kind != BS_INSERTED) return bad(c, "put expected INSERTED", rep);
-    c->step = 1;
-    return;
-  case 1:
-    if (rep->kind == BS_FOUND && rep->n != (size_t)r->body) return bad(c, "peek-ready body size", rep);
-    if (rep->kind != BS_FOUND && rep->kind != BS_NOT_FOUND) return bad(c, "peek-ready expected FOUND/NOT_FOUND", rep);
-    c->step = 2;
-    return;
-  case 2:
-    if (rep->kind == BS_RESERVED) {
-      if (rep->n != (size_t)r->body) return bad(c, "reserve body size", rep);
-      add_delete(c, rep->a);
-      c->step = 3;
-    } else if (rep->kind == BS_TIMED_OUT) {
-      c->step = 4;
-    } else return bad(c, "reserve-with-timeout 0 expected RESERVED/TIMED_OUT", rep);
-    add(c, r->stats, strlen(r->stats));
-    return;
-  case 3:
-    if (rep->kind != BS_DELETED) return bad(c, "delete expected DELETED", rep);
-    c->step = 4;
-    return;
-  default:
-    if (rep->kind != BS_OK || rep->n < 3 || memcmp(rep->body, "---", 3))
-      return bad(c, "stats-tube expected OK with YAML", rep);
-    r->jobs++; // one full cycle
-    start_client(r, c, now);
-  }
-}
-
-int load_reply(Conn *c, const Reply *rep) {
-  Run *r = c->run;
-  double now = g_now;
-  if (r->finished || c->done) return 1;
-  if (!r->measuring && now >= r->warmend) start_measuring(r, now);
-  if (!c->inflight) {
-    bad(c, "a reply with no command in flight", rep);
-    return 1;
-  }
-  c->inflight--;
-  double sent = c->times[c->th];
-  c->th = (c->th + 1) & (c->tcap - 1);
-  if (c->rtt) hist_add(&r->hist, (now - sent) * 1000);
-  r->tlast = now;
-  switch (r->kind) {
-  case K_PUT:
-    if (rep->kind != BS_INSERTED) return bad(c, "put expected INSERTED", rep), 1;
-    r->ops++;
-    r->jobs++;
-    if (take(r, 1, now)) c->puts++;
-    else if (!c->inflight && !c->puts) finish_if_idle(c);
-    break;
-  case K_RD:
-    r->ops++;
-    if (rep->kind == BS_RESERVED) {
-      if (rep->n != (size_t)r->body) return bad(c, "reserve expected the pre-filled body size", rep), 1;
-      add_delete(c, rep->a);
-    } else if (rep->kind == BS_DELETED) {
-      r->jobs++;
-      if (take(r, 1, now)) add(c, "reserve\r\n", 9);
-      else if (!c->inflight && !c->ocmds) finish_if_idle(c);
-    } else return bad(c, "reserve/delete", rep), 1;
-    break;
-  case K_E2E:
-    e2e_reply(r, c, rep, now);
-    break;
-  case K_MIX:
-    mix_reply(r, c, rep, now);
-    break;
-  }
-  return c->done || r->finished;
-}
-
-void load_closed(Conn *c, const char *why) {
-  if (c->done || c->run->finished) return conn_close(c);
-  fail(c->run, c, why);
 }
 
 // ------------------------------------------------------------------ lifecycle
