@@ -151,8 +151,8 @@ function pickGenerator(client: string | undefined, tools: Tools): { program: Gen
     const rt = tools.bun ? "bun" : tools.deno ? "deno" : usage("no C compiler and no runtime for the load generator");
     return {
       program: { kind: rt },
-      fallback:
-        `load generator: the JS fallback on ${rt} (${built.missing}): it saturates its core on the fastest rows`,
+      fallback: `load generator: the JS fallback on ${rt}, no native one: ${built.missing}; ` +
+        "it saturates its core on the fastest rows (SAT)",
     };
   }
   if (!tools[client as "bun" | "deno"]) usage(`--client ${client}: not installed`);
@@ -188,7 +188,9 @@ async function main() {
   console.log(`tubeway bench — ${new Date().toISOString()} — ${tools.ncpu} CPUs — coordinator on ${tools.runtime}`);
   console.log(
     `servers: beanstalkd ${v.beanstalkd}, deno ${v.deno}, bun ${v.bun}` +
-      ` | load generator: ${opts.procs}× ${program.kind === "native" ? "native (bench/native, C)" : clientRt}` +
+      ` | load generator: ${opts.procs}× ${
+        program.kind === "native" ? "native (bench/native, C)" : fallback ? `${clientRt} (JS fallback)` : clientRt
+      }` +
       (tools.pin ? ` | server on CPU 0, generators on CPU ${genCpus(tools)}` : " (not pinned: no taskset or 1 CPU)") +
       ` | ${opts.duration} s per workload after ${opts.warmup} s warm-up${opts.quick ? " (quick)" : ""}`,
   );

@@ -21,7 +21,7 @@ export function findCc(): string | undefined {
 /** Path of the built generator, or why there is none. */
 export function buildNative(): { path: string } | { missing: string } {
   const cc = findCc();
-  if (!cc) return { missing: "no C compiler (cc, gcc or clang; BENCH_CC)" };
+  if (!cc) return { missing: "no C compiler found (cc, gcc, clang or $BENCH_CC)" };
   const files = readdirSync(SRC).filter((f) => /\.[ch]$/.test(f)).sort();
   const h = createHash("sha256").update(cc);
   for (const f of files) h.update(f).update(readFileSync(join(SRC, f)));
