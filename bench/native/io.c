@@ -35,10 +35,8 @@ double cpu_ms(void) {
 
 // ------------------------------------------------------------------ sockets
 
-static Conn *g_garbage[4096];
-static int g_ngarbage;
-static Conn **g_more; // beyond the fixed array (a 10k-connection release)
-static size_t g_nmore, g_capmore;
+static Conn **g_garbage; // closed this turn, freed at its end
+static size_t g_ngarbage, g_capgarbage;
 
 static void set_events(Conn *c, unsigned ev) {
   struct epoll_event e = {.events = ev, .data.ptr = c};
@@ -57,7 +55,7 @@ Conn *conn_open(const char *host, int port, char *err, size_t errlen) {
     return NULL;
   }
   int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); // as every client library does
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); // we batch writes ourselves; Nagle only delays
   if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 && errno != EINPROGRESS) {
     snprintf(err, errlen, "connect %s:%d: %s", host, port, strerror(errno));
     close(fd);
@@ -82,16 +80,12 @@ void conn_close(Conn *c) {
 /** Free at the end of this loop turn: an event for it may still be in this turn's batch. */
 void conn_free_later(Conn *c) {
   conn_close(c);
-  if (g_ngarbage < (int)(sizeof g_garbage / sizeof *g_garbage)) {
-    g_garbage[g_ngarbage++] = c;
-    return;
+  if (g_ngarbage == g_capgarbage) {
+    g_capgarbage = g_capgarbage ? g_capgarbage * 2 : 1024;
+    g_garbage = realloc(g_garbage, g_capgarbage * sizeof *g_garbage);
+    if (!g_garbage) abort();
   }
-  if (g_nmore == g_capmore) {
-    g_capmore = g_capmore ? g_capmore * 2 : 4096;
-    g_more = realloc(g_more, g_capmore * sizeof *g_more);
-    if (!g_more) abort();
-  }
-  g_more[g_nmore++] = c;
+  g_garbage[g_ngarbage++] = c;
 }
 
 static void conn_free(Conn *c) {
@@ -104,23 +98,22 @@ static void conn_free(Conn *c) {
 }
 
 static void collect_garbage(void) {
-  for (int i = 0; i < g_ngarbage; i++) conn_free(g_garbage[i]);
+  for (size_t i = 0; i < g_ngarbage; i++) conn_free(g_garbage[i]);
   g_ngarbage = 0;
-  for (size_t i = 0; i < g_nmore; i++) conn_free(g_more[i]);
-  g_nmore = 0;
 }
 
 /** The connection failed or the server closed it: its owner decides what that means. */
 static void conn_lost(Conn *c, const char *why) {
   if (c->fd < 0) return;
-  if (c->mode == M_LOAD) load_closed(c, why);
-  else if (c->mode == M_IDLE) {
-    char t[256];
+  char t[256];
+  if (c->mode == M_LOAD) {
+    snprintf(t, sizeof t, "connection lost: %s", why);
+    load_closed(c, t);
+  } else if (c->mode == M_IDLE) {
     snprintf(t, sizeof t, "idle connection closed: %s", why);
     idle_event(c, t);
     conn_close(c);
   } else {
-    char t[256];
     snprintf(t, sizeof t, "connection %d: %s", c->idx, why);
     group_fail(c->group, t);
   }

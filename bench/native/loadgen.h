@@ -177,8 +177,7 @@ void run_reap(void); // finished runs: report and free
 int runs_active(void);
 
 // workloads.c
-void start_client(Run *r, Conn *c, double now); // put, rd, mix: queue the first commands
-int producer_step(Conn *p, double now);         // e2e
+void start_client(Run *r, Conn *c, double now); // queue a client's first commands (mix: of its next cycle)
 int load_reply(Conn *c, const Reply *r);
 void load_closed(Conn *c, const char *why);
 

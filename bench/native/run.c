@@ -154,9 +154,7 @@ static void run_start(Run *r) {
   for (int i = 0; i < r->n; i++) {
     Conn *c = r->c[i];
     if (c->done) continue;
-    if (r->kind != K_E2E) start_client(r, c, now);
-    else if (c->producer) producer_step(c, now);
-    else c->rtt = 0, add(c, "reserve\r\n", 9);
+    start_client(r, c, now);
     if (!c->done) load_flush(c);
   }
   if (r->active <= 0) finish(r);

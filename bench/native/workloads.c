@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+static int producer_step(Conn *p, double now);
+
 void start_client(Run *r, Conn *c, double now) {
   int k;
   switch (r->kind) {
@@ -20,7 +22,9 @@ void start_client(Run *r, Conn *c, double now) {
     if (!k) finish_if_idle(c);
     break;
   case K_E2E:
-    break; // started by start_e2e
+    if (c->producer) producer_step(c, now);
+    else c->rtt = 0, add(c, "reserve\r\n", 9); // a consumer's latency is the job's, put -> delivery
+    break;
   case K_MIX:
     if (take(r, 1, now)) {
       add(c, r->put, r->putlen);
@@ -37,7 +41,7 @@ static void e2e_maybe_done(Run *r) {
 }
 
 /** Producer p puts its next job if it may (body "<put time, 0.1 µs>:<producer>xxx…"); 1 when it queued one. */
-int producer_step(Conn *p, double now) {
+static int producer_step(Conn *p, double now) {
   Run *r = p->run;
   if (p->done || p->inflight || p->ocmds) return 0;
   if (!r->stopped && now < r->deadline && p->undelivered >= r->window) return 0; // parked
@@ -47,7 +51,8 @@ int producer_step(Conn *p, double now) {
     int sl = snprintf(stamp, sizeof stamp, "%llu:%d", (unsigned long long)(now_ms() * 10000 + 0.5), p->idx);
     buf_add(&p->out, head, (size_t)hl);
     buf_add(&p->out, stamp, (size_t)sl);
-    for (int i = sl; i < r->body; i++) buf_add(&p->out, "x", 1);
+    static const char xs[64] = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx";
+    for (int i = sl; i < r->body; i += 64) buf_add(&p->out, xs, (size_t)(r->body - i < 64 ? r->body - i : 64));
     add(p, "\r\n", 2);
     p->undelivered++;
     return 1;
