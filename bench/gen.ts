@@ -38,7 +38,7 @@ function genArgv(t: Tools, p: GenProgram): string[] {
  * null (any reply) as an empty want. (Parsing JSON in C would be more code than all
  * of this.) It answers in JSON like loadgen.ts.
  */
-export function nativeLine(m: Record<string, unknown>): string {
+function nativeLine(m: Record<string, unknown>): string {
   const f: [string, unknown][] = [];
   for (const [k, v] of Object.entries(m)) {
     if (k === "spec") f.push(...Object.entries(v as object));
@@ -131,7 +131,7 @@ export class Gen {
 export class Pool {
   gens: Gen[];
   private lastId = 0;
-  constructor(private tools: Tools, readonly program: GenProgram, procs: number) {
+  constructor(private tools: Tools, private program: GenProgram, procs: number) {
     this.gens = Array.from({ length: procs }, () => new Gen(tools, program));
   }
   nextId(): number {
