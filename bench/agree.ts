@@ -7,10 +7,11 @@
 // spread before the ratio.
 //
 //   bun run bench/agree.ts --cbench PATH [--servers beanstalkd,bun] [--rows put-1,put-50,rd-50x16]
-//                          [--rounds 4] [--seconds 3] [--warmup 1] [--procs 1] [--nice N]
+//                          [--rounds 4] [--seconds 3] [--warmup 1] [--ours native] [--procs 1] [--nice N]
 //
-// --procs takes a list (e.g. 2,1): each entry is one more generator of ours, with
-// that many processes. The C generator is pinned to CPU 1, the server to CPU 0.
+// --ours takes a list of our generators (main.ts --client: native, bun, deno) and
+// --procs a list of process counts (e.g. 2,1): each pair is one more generator of
+// ours (named e.g. native×1). The C generator is pinned to CPU 1, the server to CPU 0.
 // --nice N runs the server and both generators at nice N (as root, -10 makes the
 // other work of a shared machine disturb the comparison less).
 import { spawnSync } from "node:child_process";
@@ -81,12 +82,13 @@ function runC(t: Tools, cbench: string, row: string, port: number, pid: number, 
   };
 }
 
-function runOurs(t: Tools, row: string, port: number, pid: number, procs: number, o: Opts): Sample | string {
+function runOurs(t: Tools, row: string, port: number, pid: number, gen: string, o: Opts): Sample | string {
+  const [client, procs] = gen.split("×");
   const dir = mkdtempSync(join(tmpdir(), "tubeway-agree-"));
   try {
     const json = join(dir, "out.json");
     const args = ["run", join(ROOT, "bench/main.ts"), "--targets", `srv@${port}/${pid}`, "--only", row];
-    args.push("--duration", String(o.seconds), "--warmup", String(o.warmup), "--procs", String(procs));
+    args.push("--duration", String(o.seconds), "--warmup", String(o.warmup), "--client", client!, "--procs", procs!);
     if (t.nice) args.push("--nice", String(t.nice));
     const r = spawnSync(t.bun!, [...args, "--json", json], { encoding: "utf8", timeout: 300_000 });
     if (r.status !== 0) return `our generator: ${(r.stdout + r.stderr).trim().slice(-400)}`;
@@ -113,6 +115,7 @@ interface Opts {
   seconds: number;
   warmup: number;
   procs: number[];
+  ours: string[];
 }
 
 async function main() {
@@ -126,6 +129,7 @@ async function main() {
       seconds: { type: "string", default: "3" },
       warmup: { type: "string", default: "1" },
       procs: { type: "string", default: "1" },
+      ours: { type: "string", default: "native" },
       nice: { type: "string", default: "0" },
     },
   });
@@ -142,10 +146,11 @@ async function main() {
     seconds: Number(values.seconds),
     warmup: Number(values.warmup),
     procs: values.procs.split(",").map(Number),
+    ours: values.ours.split(","),
   };
   for (const row of o.rows) if (!cArgs(row, 1, 1)) throw new Error(`no C workload for row ${row}`);
   const t = findTools(true, Number(values.nice));
-  const gens = ["C", ...o.procs.map((p) => `ours×${p}`)];
+  const gens = ["C", ...o.ours.flatMap((c) => o.procs.map((p) => `${c}×${p}`))];
   console.log(
     `agreement check: ${o.rounds} rounds of ${o.seconds} s (+${o.warmup} s warm-up), generators ${gens}` +
       (t.nice ? `, nice ${t.nice}` : ""),
@@ -166,7 +171,7 @@ async function main() {
           try {
             const s = g === "C"
               ? runC(t, o.cbench, row, server.port, server.pid, o)
-              : runOurs(t, row, server.port, server.pid, Number(g.slice(5)), o);
+              : runOurs(t, row, server.port, server.pid, g, o);
             if (typeof s === "string") console.log(`  ${name} ${row} ${g}: ${s}`);
             got.get(g)![round] = typeof s === "string" ? undefined : s;
           } finally {
@@ -186,7 +191,7 @@ function report(server: string, row: string, gens: string[], got: Map<string, (S
     const s = got.get(g)!.filter((x): x is Sample => !!x);
     if (!s.length) continue;
     const v = s.map((x) => x.value);
-    let line = `${server.padEnd(11)} ${row.padEnd(10)} ${g.padEnd(7)} median ${k(median(v)).padStart(7)}/s` +
+    let line = `${server.padEnd(11)} ${row.padEnd(10)} ${g.padEnd(9)} median ${k(median(v)).padStart(7)}/s` +
       ` spread ${spread(v).toFixed(0).padStart(3)}%  runs ${v.map(k).join(" ")}` +
       `  p99 ${median(s.map((x) => x.p99)).toFixed(0)} µs  gen CPU ${median(s.map((x) => x.genCpu)).toFixed(2)}` +
       `  µs/cmd srv ${median(s.map((x) => x.srvUs)).toFixed(2)} gen ${median(s.map((x) => x.genUs)).toFixed(2)}`;

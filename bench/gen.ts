@@ -1,6 +1,7 @@
-// The coordinator's side of the load generator processes (bench/loadgen.ts): start
-// them pinned to the generator core(s), talk JSON lines with them, split one workload
-// over all of them and merge what they measured with the server's /proc counters.
+// The coordinator's side of the load generator processes (bench/native/, or
+// bench/loadgen.ts where there is no C compiler): start them pinned to the generator
+// core(s), talk lines with them (JSON back from both), split one workload over all of
+// them and merge what they measured with the server's /proc counters.
 import { type ChildProcess, spawn } from "node:child_process";
 import { Hist } from "./hist.ts";
 import { allProcessMs, cpuBusy, cpuTimes, HOST, proc, procCpuMs, ROOT, type Tools, wrap } from "./host.ts";
@@ -22,6 +23,37 @@ export function genCpus(t: Tools): string {
   return t.ncpu > 2 ? `1-${t.ncpu - 1}` : "1";
 }
 
+/** The generator program: the native one (bench/native, its binary) or bench/loadgen.ts on a runtime. */
+export type GenProgram = { kind: "native"; path: string } | { kind: "bun" | "deno" };
+
+function genArgv(t: Tools, p: GenProgram): string[] {
+  if (p.kind === "native") return [p.path];
+  const script = `${ROOT}/bench/loadgen.ts`;
+  return p.kind === "bun" ? [t.bun!, "run", script] : [t.deno!, "run", "-A", script];
+}
+
+/**
+ * A message as the native generator reads it: one line of tab-separated key=value
+ * fields, the run's spec flattened into it, lists as repeated cmd= (and want=) keys,
+ * null (any reply) as an empty want. (Parsing JSON in C would be more code than all
+ * of this.) It answers in JSON like loadgen.ts.
+ */
+function nativeLine(m: Record<string, unknown>): string {
+  const f: [string, unknown][] = [];
+  for (const [k, v] of Object.entries(m)) {
+    if (k === "spec") f.push(...Object.entries(v as object));
+    else if (k === "cmds") { for (const c of v as string[]) f.push(["cmd", c]); }
+    else if (k === "setup") {
+      for (const [c, w] of v as [string, string | null][]) f.push(["cmd", c], ["want", w ?? ""]);
+    } else f.push([k, v]);
+  }
+  return f.filter(([, v]) => v !== undefined).map(([k, v]) => {
+    const s = typeof v === "boolean" ? (v ? "1" : "0") : String(v);
+    if (/[\t\n]/.test(s)) throw new GenError(`${k}: tabs and newlines cannot reach the native generator`);
+    return `${k}=${s}`;
+  }).join("\t") + "\n";
+}
+
 export class Gen {
   child: ChildProcess;
   buf = "";
@@ -29,11 +61,9 @@ export class Gen {
   hello: Promise<Ev>;
   dead: string | null = null;
   errLog = "";
-  constructor(t: Tools, runtime: "bun" | "deno") {
-    const script = `${ROOT}/bench/loadgen.ts`;
-    const argv = runtime === "bun" ? [t.bun!, "run", script] : [t.deno!, "run", "-A", script];
+  constructor(t: Tools, private program: GenProgram) {
     // every generator may use every generator CPU: the kernel balances them
-    const w = wrap(t, argv, genCpus(t));
+    const w = wrap(t, genArgv(t, program), genCpus(t));
     this.child = spawn(w[0]!, w.slice(1), { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] });
     this.child.stdout!.on("data", (d: Uint8Array) => this.onData(new TextDecoder().decode(d)));
     this.child.stderr!.on("data", (d: Uint8Array) => {
@@ -79,8 +109,8 @@ export class Gen {
     if (this.dead) return Promise.resolve({ ev: "error", message: this.dead });
     return new Promise((res) => this.waiters.set(`${id}:${ev}`, res));
   }
-  send(m: object) {
-    this.child.stdin!.write(JSON.stringify(m) + "\n");
+  send(m: Record<string, unknown>) {
+    this.child.stdin!.write(this.program.kind === "native" ? nativeLine(m) : JSON.stringify(m) + "\n");
   }
   /** Send a request; resolve with the `ev` answer or an error event. */
   request(m: { op: string; id: number; [k: string]: unknown }, ev: string): Promise<Ev> {
@@ -101,8 +131,8 @@ export class Gen {
 export class Pool {
   gens: Gen[];
   private lastId = 0;
-  constructor(private tools: Tools, private runtime: "bun" | "deno", procs: number) {
-    this.gens = Array.from({ length: procs }, () => new Gen(tools, runtime));
+  constructor(private tools: Tools, private program: GenProgram, procs: number) {
+    this.gens = Array.from({ length: procs }, () => new Gen(tools, program));
   }
   nextId(): number {
     return ++this.lastId;
@@ -112,7 +142,7 @@ export class Pool {
   }
   /** Replace generators that died (a generator left in a bad state would poison the next rows). */
   async heal(): Promise<void> {
-    this.gens = this.gens.map((g) => (g.dead ? new Gen(this.tools, this.runtime) : g));
+    this.gens = this.gens.map((g) => (g.dead ? new Gen(this.tools, this.program) : g));
     await Promise.all(this.gens.map((g) => g.hello));
   }
   close(): void {

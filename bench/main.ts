@@ -34,19 +34,23 @@
 //   --warmup SECONDS       unrecorded load before each timed window (default 1, at
 //                          most 0.5 for reserve/delete; lets the Deno/Bun JIT settle)
 //   --json FILE            also write the results as JSON
-//   --client bun|deno      runtime of the load generator (default: bun if present)
+//   --client native|bun|deno  the load generator: native = bench/native/*.c, built
+//                          with cc at the start (the default); bun or deno =
+//                          bench/loadgen.ts on that runtime (the fallback when no C
+//                          compiler is found; BENCH_CC="" forces it)
 //   --procs N              load generator processes sharing the generator CPU(s)
 //                          (every CPU but 0; default: one per such CPU, at most 4)
 //   --no-pin               do not pin with taskset
 //   --nice N               run servers and generators at nice N (e.g. -10 as root,
 //                          so other work on the machine disturbs less; default 0)
 // Environment: BENCH_QUICK=1 (= --quick), BENCH_BEANSTALKD=PATH (another binary;
-// empty = run as if not installed), BENCH_TRANSPORT=node (generator on node:net
-// instead of Bun's native sockets).
+// empty = run as if not installed), BENCH_CC=CMD (the C compiler; empty = none),
+// BENCH_TRANSPORT=node (the JS generator on node:net instead of Bun's sockets).
 //
 // How it measures: row by row, each target in turn is started on 127.0.0.1 (pinned
 // to CPU 0 with taskset when present, fd limit raised to 65536): every row gets a
-// fresh server (except --quick), and the servers a ratio compares run back to back. The load generator processes (bench/loadgen.ts, pinned to the
+// fresh server (except --quick), and the servers a ratio compares run back to back.
+// The load generator processes (bench/native/ or bench/loadgen.ts, pinned to the
 // other CPUs) share the connections, run closed loops and check every reply; an
 // error, lost connection, stall or timeout marks the row FAILED and it gets no
 // ratio. Server CPU time and RSS come from /proc/PID/stat and /proc/PID/status over
@@ -66,8 +70,9 @@
 // Exit status: 0 when every row that ran succeeded, 1 when any FAILED, 2 on bad usage.
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { genCpus, GenError, Pool } from "./gen.ts";
+import { genCpus, GenError, type GenProgram, Pool } from "./gen.ts";
 import { cpuBusy, cpuTimes, findTools, pinSelf, proc, sleep, type Tools, version } from "./host.ts";
+import { buildNative } from "./native.ts";
 import { parseArgs } from "./options.ts";
 import { judge, render, si } from "./report.ts";
 import { type Row, RULES, type RunCfg, type Workload } from "./rows.ts";
@@ -131,6 +136,29 @@ async function runOne(cfg: RunCfg, pool: Pool, target: Target, w: Workload, rows
   );
 }
 
+/**
+ * The native generator unless --client names a runtime; the JS one (bench/loadgen.ts
+ * on Bun, else Deno) when it cannot be built, with the note that says so.
+ */
+function pickGenerator(client: string | undefined, tools: Tools): { program: GenProgram; fallback?: string } {
+  if (client !== undefined && !["native", "bun", "deno"].includes(client)) {
+    usage(`--client ${client}: native, bun or deno`);
+  }
+  if (client === undefined || client === "native") {
+    const built = buildNative();
+    if ("path" in built) return { program: { kind: "native", path: built.path } };
+    if (client === "native") usage(`--client native: ${built.missing}`);
+    const rt = tools.bun ? "bun" : tools.deno ? "deno" : usage("no C compiler and no runtime for the load generator");
+    return {
+      program: { kind: rt },
+      fallback: `load generator: the JS fallback on ${rt}, no native one: ${built.missing}; ` +
+        "it saturates its core on the fastest rows (SAT)",
+    };
+  }
+  if (!tools[client as "bun" | "deno"]) usage(`--client ${client}: not installed`);
+  return { program: { kind: client as "bun" | "deno" } };
+}
+
 async function main() {
   const parsed = parseArgs(proc.argv.slice(2), proc.env, findTools(false, 0).ncpu);
   if (typeof parsed === "string") usage(parsed);
@@ -151,10 +179,8 @@ async function main() {
     opts.only.some((o) => o === group || row === o || (o.endsWith("*") && row.startsWith(o.slice(0, -1))));
   const workloads = all.filter((w) => wanted(w.row, w.group));
   if (!workloads.length) usage(`--only ${opts.only.join(",")} matches no row`);
-  const clientRt = opts.client ?? (tools.bun ? "bun" : tools.deno ? "deno" : undefined);
-  if ((clientRt !== "bun" && clientRt !== "deno") || !tools[clientRt]) {
-    usage(`no runtime for the load generator (${opts.client ?? "bun/deno"})`);
-  }
+  const { program, fallback } = pickGenerator(opts.client, tools);
+  const clientRt = program.kind;
   // the coordinator is idle while measuring: keep it off the server's core
   pinSelf(tools, genCpus(tools));
 
@@ -162,7 +188,9 @@ async function main() {
   console.log(`tubeway bench — ${new Date().toISOString()} — ${tools.ncpu} CPUs — coordinator on ${tools.runtime}`);
   console.log(
     `servers: beanstalkd ${v.beanstalkd}, deno ${v.deno}, bun ${v.bun}` +
-      ` | load generator: ${opts.procs}× ${clientRt}` +
+      ` | load generator: ${opts.procs}× ${
+        program.kind === "native" ? "native (bench/native, C)" : fallback ? `${clientRt} (JS fallback)` : clientRt
+      }` +
       (tools.pin ? ` | server on CPU 0, generators on CPU ${genCpus(tools)}` : " (not pinned: no taskset or 1 CPU)") +
       ` | ${opts.duration} s per workload after ${opts.warmup} s warm-up${opts.quick ? " (quick)" : ""}`,
   );
@@ -171,6 +199,7 @@ async function main() {
     notes.push("beanstalkd is not installed (apt-get install -y beanstalkd): running without ratios");
   }
   for (const t of targets) if (t.missing) notes.push(`${t.name}: skipped, ${t.missing}`);
+  if (fallback) notes.push(fallback);
 
   // other load on the machine makes every figure noisy: say so
   const idle0 = cpuTimes();
@@ -184,7 +213,7 @@ async function main() {
     );
   }
 
-  const pool = new Pool(tools, clientRt, opts.procs);
+  const pool = new Pool(tools, program, opts.procs);
   const hellos = await Promise.all(
     pool.gens.map((g) =>
       Promise.race([g.hello, sleep(30000).then(() => ({ ev: "error", message: "load generator did not start" }))])

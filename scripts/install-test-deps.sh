@@ -6,6 +6,8 @@
 #   openssl             makes the certificates of the TLS tests (not in a minimal Debian)
 #   stunnel4            the README's stunnel client-mode setup (tests/system/stunnel_test.ts)
 #   chromium            the browser the dashboard test drives headless (puppeteer-core)
+#   gcc                 builds the bench's native load generator (bench/native; the
+#                       bench smoke test runs it, and falls back to the JS one without)
 #   systemd             systemd-socket-activate, which passes a listening socket as
 #                       systemd does (tests/system/socket_activation_test.ts), and
 #                       systemd-analyze; nothing is started, only those programs are used
@@ -16,7 +18,7 @@
 # not touch the network. Run as root (CI does), or with sudo available.
 set -euo pipefail
 
-PACKAGES=(beanstalkd php-cli php-pda-pheanstalk ruby ruby-beaneater openssl stunnel4 chromium systemd)
+PACKAGES=(beanstalkd php-cli php-pda-pheanstalk ruby ruby-beaneater openssl stunnel4 chromium systemd gcc)
 # Node runs the Node client scripts; install Debian's only if there is none at all.
 if ! command -v node >/dev/null 2>&1; then
   PACKAGES+=(nodejs)

@@ -1,6 +1,8 @@
 // Keeps the benchmark from rotting: a --quick run (a few seconds, tiny counts) must
-// exit 0 and print its table. Its figures mean nothing and are not checked;
-// benchmarks never decide pass/fail by speed.
+// exit 0 and print its table, with the native generator (bench/native) when a C
+// compiler is here, and with the JS fallback when there is none (BENCH_CC empty).
+// Its figures mean nothing and are not checked; benchmarks never decide pass/fail by
+// speed.
 import { it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -8,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN, ROOT } from "../harness/paths.ts";
+import { findCc } from "../../bench/native.ts";
 import { BEANSTALKD } from "../harness/targets.ts";
 
 /** Rows of each mode of the default run, for beanstalkd (when installed), deno and bun. */
@@ -42,6 +45,7 @@ it(
     });
     const out = `${r.stdout}\n${r.stderr}`;
     assert.equal(r.status, 0, out);
+    assert.match(out, findCc() ? /load generator: \d+× native/ : /JS fallback/, out);
     const expect = (target: string, row: string) => {
       const t = target.replace(/[+]/g, "\\+");
       assert.match(out, new RegExp(`^${row}\\b[^\\n]*?\\s${t}\\s`, "m"), `no ${row} row for ${target}:\n${out}`);
@@ -60,6 +64,27 @@ it(
       assert.ok(find(`${rt}+b`, "put-50").noLogRatio! > 0, `${rt}+b put-50 is not compared with ${rt}`);
       if (BEANSTALKD) assert.ok(find(`${rt}+bf0`, "put-1").ratio! > 0, `${rt}+bf0 put-1 has no ×bstalkd`);
     }
+    assert.doesNotMatch(out, /FAILED/, out);
+  },
+);
+
+it(
+  "bench/main.ts --quick falls back to the JS generator when there is no C compiler",
+  { timeout: 60_000 },
+  () => {
+    // the rows that use each of the generator's requests: run, prefill, query, hold/release
+    const rows = "put-1,rd-50x16,e2e-50,mix-50,mem-1m,tubes-10k";
+    const r = spawnSync(BUN, ["run", join(ROOT, "bench", "main.ts"), "--quick", "--targets", "bun", "--only", rows], {
+      cwd: ROOT,
+      encoding: "utf8",
+      timeout: 50_000,
+      env: { ...process.env, BENCH_CC: "" },
+    });
+    const out = `${r.stdout}\n${r.stderr}`;
+    assert.equal(r.status, 0, out);
+    assert.match(out, /load generator: \d+× bun \(JS fallback\)/, out);
+    assert.match(out, /note: load generator: the JS fallback on bun, no native one/, out);
+    for (const row of rows.split(",")) assert.match(out, new RegExp(`^${row}\\b[^\\n]*?\\sbun\\s`, "m"), out);
     assert.doesNotMatch(out, /FAILED/, out);
   },
 );
