@@ -51,6 +51,7 @@ function reason(e: unknown): string {
 async function listenHere(svc: Service, addr: ListenAddress, opts: ListenOptions): Promise<Listening> {
   if ("fd" in addr) checkInherited(addr.fd);
   if ("Deno" in globalThis) {
+    (await import("./deno_turns.ts")).useDenoTurns();
     if ("fd" in addr) return await (await import("./node_net.ts")).listenFd(svc, addr.fd, opts);
     return await (await import("./deno.ts")).listenDeno(svc, addr, opts);
   }

@@ -234,8 +234,12 @@ export type WaitEnd = "TIMED_OUT" | "DEADLINE_SOON";
 
 export class Client {
   use: Tube;
-  /** The watch list, an unordered multiset: removal moves the last entry into the gap (as 1.12). */
-  readonly watching: Tube[] = [];
+  /**
+   * The watch list, an unordered multiset: removal moves the last entry into the gap (as
+   * 1.12). It starts as [use] from a literal: push() onto an empty array reserves 17
+   * slots, ~130 bytes per idle connection.
+   */
+  readonly watching: Tube[];
   readonly reserved = new List<Job>();
   producer = false;
   worker = false;
@@ -251,6 +255,7 @@ export class Client {
 
   constructor(use: Tube, onWake: (result: Job | WaitEnd) => void) {
     this.use = use;
+    this.watching = [use];
     this.onWake = onWake;
   }
 

@@ -44,7 +44,6 @@ export interface QueueParts {
 export function join(q: QueueParts, onWake: (result: Job | WaitEnd) => void): Client {
   const c = new Client(q.tubes.default, onWake);
   q.tubes.default.using++;
-  c.watching.push(q.tubes.default);
   q.tubes.default.watching++;
   q.presence.connections++;
   q.counters.totalConnections++;

@@ -57,15 +57,15 @@ export interface ConnectionOwner extends ConnectionContext {
 export class Connection {
   /** Called when the connection wants input again after `wantsInput` was false. */
   onResume: (() => void) | undefined;
-  /** Settles when the connection has closed. */
-  readonly done: Promise<void>;
 
   readonly #owner: ConnectionOwner;
   readonly #parser: Parser;
   /** What the commands share with this loop: client, output, flags (see dispatch.ts). */
   readonly #s: Session;
   readonly #transport: Transport;
-  #resolveDone!: () => void;
+  /** Made on first use of `done`: most adapters never ask, and a promise with its resolver costs ~220 bytes per idle connection. */
+  #done: Promise<void> | undefined;
+  #resolveDone: (() => void) | undefined;
   #writing = false;
   #syncing = false;
   #closed = false;
@@ -82,12 +82,19 @@ export class Connection {
     this.#transport = transport;
     const client = owner.queue.connect((r) => this.#wake(r));
     this.#s = new Session(owner, this.#parser, client, owner.nextConnectionId());
-    this.done = new Promise((resolve) => (this.#resolveDone = resolve));
   }
 
   /** A number for log lines (1.12 prints the fd). */
   get id(): number {
     return this.#s.id;
+  }
+
+  /** Settles when the connection has closed. */
+  get done(): Promise<void> {
+    if (!this.#done) {
+      this.#done = this.#closed ? Promise.resolve() : new Promise((resolve) => (this.#resolveDone = resolve));
+    }
+    return this.#done;
   }
 
   get closed(): boolean {
@@ -286,6 +293,7 @@ export class Connection {
     if (this.#s.out.size > 0) return this.#flush();
     if (this.#s.quit) return this.#close();
     if (this.#parser.buffered > 0 || this.#inputPaused) this.#continue(true);
+    else this.#s.out.idle();
   }
 
   #close(): void {
@@ -298,6 +306,6 @@ export class Connection {
     } catch {
       // already gone
     }
-    this.#resolveDone();
+    this.#resolveDone?.();
   }
 }

@@ -250,6 +250,13 @@ const BY_REFERENCE = 16 * 1024;
 const KEEP = 4 * 1024;
 const MIN_OUT = 256;
 const NONE = new Uint8Array(0);
+/**
+ * Output buffers of connections that went idle, shared by every connection: an idle
+ * connection holds none (its own would be ~470 bytes with the JS objects, of the 8 KB
+ * an idle connection may cost), and a busy one takes one back without allocating.
+ */
+const POOL: Uint8Array[] = [];
+const POOL_MAX = 64;
 
 /**
  * A connection's pending output. Small pieces are copied into a growable buffer;
@@ -275,6 +282,11 @@ export class Output {
   /** Bytes pending. */
   get size(): number {
     return this.#queued + this.#len;
+  }
+
+  /** Bytes of the buffers this output holds for encoding (not counting pieces handed out): for memory bounds. */
+  get heldBytes(): number {
+    return this.#buf.length + (this.#spare?.length ?? 0);
   }
 
   bytes(b: Uint8Array): void {
@@ -370,6 +382,24 @@ export class Output {
     }
     this.#taken.length = 0;
     this.#handed.length = 0;
+    // Nothing encoded since the take(): write into the kept buffer next, rather than
+    // allocating another and holding both (two per idle connection).
+    if (this.#buf === NONE && this.#spare) {
+      this.#buf = this.#spare;
+      this.#spare = null;
+    }
+  }
+
+  /**
+   * Nothing is pending or being written: give the buffers back to the shared pool, so
+   * an idle connection holds none.
+   */
+  idle(): void {
+    if (this.#len !== 0 || this.#queued !== 0 || this.#taken.length !== 0) return;
+    if (this.#buf !== NONE && POOL.length < POOL_MAX) POOL.push(this.#buf);
+    if (this.#spare && POOL.length < POOL_MAX) POOL.push(this.#spare);
+    this.#buf = NONE;
+    this.#spare = null;
   }
 
   #seal(): void {
@@ -385,6 +415,10 @@ export class Output {
 
   #room(n: number): void {
     if (this.#len + n <= this.#buf.length) return;
+    if (this.#buf === NONE && POOL.length > 0 && n <= MIN_OUT) {
+      this.#buf = POOL.pop()!; // every pooled buffer has at least MIN_OUT bytes
+      return;
+    }
     let size = Math.max(this.#buf.length * 2, MIN_OUT);
     while (size < this.#len + n) size *= 2;
     const nb = new Uint8Array(size);

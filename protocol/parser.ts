@@ -44,7 +44,7 @@ export class Parser {
   #w = 0;
   #lineStart = 0;
   #lineEnd = 0;
-  #body: Uint8Array = new Uint8Array(0);
+  #body: Uint8Array = EMPTY;
 
   #mode = MODE_LINE;
   /** Where the CR search resumes in the current partial line (absolute index). */

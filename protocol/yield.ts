@@ -1,13 +1,29 @@
 // Let the event loop poll other sockets before going on.
 
-/**
- * Run `f` after the event loop has polled I/O: setImmediate where the runtime has it
- * (Deno and Bun do), not setTimeout(0), which is clamped to milliseconds.
- */
-export function afterIO(f: () => void): void {
-  const immediate = (globalThis as { setImmediate?: (f: () => void) => unknown }).setImmediate;
-  if (immediate) immediate(f);
+type Schedule = (f: () => void) => void;
+
+/** setImmediate where the runtime has it (Bun does), not setTimeout(0), which is clamped to milliseconds. */
+const immediate: Schedule = (f) => {
+  const set = (globalThis as { setImmediate?: (f: () => void) => unknown }).setImmediate;
+  if (set) set(f);
   else setTimeout(f, 0);
+};
+let schedule: Schedule = immediate;
+
+/**
+ * Replace how afterIO() waits for the event loop to poll I/O. For a runtime whose
+ * setImmediate does not let sockets be polled in between (adapters/deno_turns.ts).
+ * Returns the one it replaces.
+ */
+export function setAfterIO(s: Schedule): Schedule {
+  const before = schedule;
+  schedule = s;
+  return before;
+}
+
+/** Run `f` after the event loop has polled I/O, so that other sockets get a turn first. */
+export function afterIO(f: () => void): void {
+  schedule(f);
 }
 
 /** A promise that settles after the event loop has polled I/O (see afterIO). */

@@ -2,8 +2,11 @@
 // never read, an endless line, many idle connections. Each is bounded in count and
 // time, and measures the server process from outside (/proc/PID/status), with a cap
 // that kills the server if a scenario goes wrong.
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Socket } from "node:net";
+import { BUN, DENO, ROOT, RUNTIME } from "./paths.ts";
 import { dial, openSocket, type Wire } from "./wire.ts";
 
 type Addr = { host: string; port: number };
@@ -133,23 +136,21 @@ export async function peekFlood(addr: Addr, id: number, clients: number, peeks: 
 
 /**
  * One client sends a line without CRLF at full speed (as fast as the server takes
- * it) for durationMs. Returns the bytes sent.
+ * it) for durationMs, from a process of its own (endless_line_client.ts) on this
+ * runtime, so that it does not hold up the event loop of the prober timing the server.
+ * Returns the bytes sent.
  */
 export async function endlessLine(addr: Addr, durationMs: number): Promise<number> {
-  const s = await openSocket(addr);
-  s.on("error", () => {});
-  s.on("data", () => {});
-  const chunk = Buffer.alloc(64 * 1024, "x".charCodeAt(0));
-  const end = Date.now() + durationMs;
-  let sent = 0;
-  while (Date.now() < end && !s.destroyed) {
-    sent += chunk.length;
-    if (!s.write(chunk)) {
-      await Promise.race([new Promise((r) => s.once("drain", r)), sleep(Math.max(1, end - Date.now()))]);
-    }
-  }
-  s.destroy();
-  return sent;
+  const script = join(ROOT, "tests/harness/endless_line_client.ts");
+  const argv = RUNTIME === "bun" ? [BUN, "run", script] : [DENO, "run", "--allow-net", script];
+  const child = spawn(argv[0]!, [...argv.slice(1), addr.host, String(addr.port), String(durationMs)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+  const code = await new Promise<number | null>((r) => child.once("exit", r));
+  if (code !== 0) throw new Error(`endless-line client exited with ${code}`);
+  return Number(out.trim());
 }
 
 /**

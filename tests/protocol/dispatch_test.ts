@@ -54,4 +54,27 @@ describe("Output", () => {
     assert.notEqual(pieces[0]!.buffer, small.buffer);
     assert.equal(pieces[1], big);
   });
+
+  it("a round trip at a time holds one buffer, and an idle output holds none", () => {
+    const o = new Output();
+    o.bytes(fill("a", 10));
+    o.take();
+    o.release(); // written; nothing encoded since
+    assert.equal(o.heldBytes, 256, "one buffer kept for the next reply");
+    o.bytes(fill("b", 10));
+    const first = o.take()[0]!.buffer;
+    o.release();
+    assert.equal(o.heldBytes, 256, "still one: the next reply went into the kept buffer, not a new one");
+    o.idle();
+    assert.equal(o.heldBytes, 0, "idle: the buffer went back to the shared pool");
+    o.bytes(fill("c", 10));
+    assert.equal(o.take()[0]!.buffer, first, "the next reply takes a pooled buffer instead of allocating");
+  });
+
+  it("idle() keeps what is pending", () => {
+    const o = new Output();
+    o.bytes(fill("a", 10));
+    o.idle();
+    assert.equal(text(o.take()), "a".repeat(10));
+  });
 });

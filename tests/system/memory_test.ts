@@ -114,7 +114,7 @@ describe(`memory and latency under hostile clients: ${NAME} server`, {
       );
       assert.equal(probe.failure, undefined);
       assert.ok(watch.peak - start <= 128 * MiB, `grew by ${mib(watch.peak - start)} (target 128 MiB)`);
-      assert.ok(worst < 5000, `another client waited ${worst} ms (target 2 s)`);
+      assert.ok(worst < 2000, `another client waited ${worst} ms (target 2 s)`);
     });
   });
 
@@ -130,7 +130,7 @@ describe(`memory and latency under hostile clients: ${NAME} server`, {
       );
       assert.equal(probe.failure, undefined);
       assert.ok(probe.count > lineMs / 100, `only ${probe.count} round trips`);
-      assert.ok(worst < 500, `another client waited ${worst} ms (target 50 ms)`);
+      assert.ok(worst < 50, `another client waited ${worst} ms (target 50 ms)`);
     });
   });
 
@@ -152,13 +152,16 @@ describe(`memory and latency under hostile clients: ${NAME} server`, {
   const kb = (b: number) => `${(b / 1024).toFixed(1)} KB`;
 
   if (NAME === "deno") {
-    // Deno's own cost per connection is near 8 KB already: tubeway's part is judged
-    // above that floor, measured the same way on a bare Deno.listen server.
-    it(`${conns} open connections: all served, <= 6 KB each above a bare Deno server's`, async () => {
+    // Deno's own cost per connection is near 8 KB already (7.0 KB for a bare
+    // Deno.listen server; node:net's 5.0 KB would leave room, but Deno 2.9's node:net
+    // stops accepting for good at the first EMFILE): tubeway's part is judged above that
+    // floor, measured the same way on a bare Deno.listen server. It measured 2.4-2.5 KB
+    // (4.4 KB before idle connections stopped holding output buffers and promises).
+    it(`${conns} open connections: all served, <= 3 KB each above a bare Deno server's`, async () => {
       const bare = await perConnection([DENO, "run", "--allow-net", join(ROOT, "tests/harness/bare_deno_server.ts")]);
       const ours = await perConnection(SERVER, (r) => countConnections(r, conns));
       console.log(`deno: ${conns} connections: ${kb(ours)} each; a bare Deno.listen server: ${kb(bare)} each`);
-      assert.ok(ours - bare <= 6 * 1024, `${kb(ours)} per connection, ${kb(bare)} for a bare Deno server`);
+      assert.ok(ours - bare <= 3 * 1024, `${kb(ours)} per connection, ${kb(bare)} for a bare Deno server`);
     });
   } else {
     it(`${conns} open connections: all served, <= 8 KB each`, async () => {

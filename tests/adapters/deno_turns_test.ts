@@ -1,0 +1,53 @@
+// afterIO() on Deno (adapters/deno_turns.ts): connections that keep yielding and
+// continuing (a pipelined flood) must not keep the event loop from polling other sockets.
+// With setImmediate alone, ten such chains doing 0.2 ms of work per step delayed a socket
+// round trip to ~0.3 s on Deno 2.9.6.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { createConnection, createServer, type Socket } from "node:net";
+import { afterIO, setAfterIO } from "../../protocol/yield.ts";
+import { RUNTIME } from "../harness/paths.ts";
+
+const busy = (ms: number) => {
+  const end = performance.now() + ms;
+  while (performance.now() < end) { /* work */ }
+};
+
+describe("afterIO on Deno: busy chains leave room for sockets", { skip: RUNTIME !== "deno" && "Deno only" }, () => {
+  it("a round trip through a local echo server stays under 50 ms while ten chains yield and continue", async () => {
+    const { useDenoTurns } = await import("../../adapters/deno_turns.ts");
+    const before = useDenoTurns();
+    const server = createServer((s) => s.on("data", (d) => s.write(d)));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as { port: number }).port;
+    const client: Socket = await new Promise((r) => {
+      const c = createConnection(port, "127.0.0.1", () => r(c));
+    });
+    let running = true;
+    let steps = 0;
+    const chain = () => {
+      busy(0.2);
+      steps++;
+      if (running) afterIO(chain);
+    };
+    for (let i = 0; i < 10; i++) afterIO(chain);
+    let worst = 0;
+    try {
+      for (let i = 0; i < 30; i++) {
+        const t0 = performance.now();
+        await new Promise<void>((r) => {
+          client.once("data", () => r());
+          client.write("x");
+        });
+        worst = Math.max(worst, performance.now() - t0);
+      }
+    } finally {
+      running = false;
+      client.destroy();
+      server.close();
+      setAfterIO(before); // as it was, for the other tests in this process
+    }
+    assert.ok(steps > 100, `the chains ran only ${steps} steps`);
+    assert.ok(worst < 50, `a round trip took ${worst.toFixed(1)} ms`);
+  });
+});
