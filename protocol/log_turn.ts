@@ -11,7 +11,7 @@
 // every socket whose read completed in the same tick share it on Deno (it resolves
 // them together); Bun runs a socket's data callback and drains the microtasks
 // before the next socket's, so there each connection would append alone. Waiting
-// for the end of the event loop's turn (afterIO) shares on both, but costs a lone
+// for the end of the event loop's turn (afterTurn) shares on both, but costs a lone
 // client an extra turn of the loop (~5-10 µs) per batch. So the turn adapts: it
 // starts at the end of the microtasks, and moves to the end of the loop's turn once
 // two appends happen in one turn of the loop (the clients are many); it moves back
@@ -20,7 +20,7 @@
 // The guarantee is the log's: no reply before its record is written. When the
 // shared append fails, none of its records is in the file, so every member is
 // dropped without its replies (a client sees a disconnect, never a false ack).
-import { afterIO } from "./yield.ts";
+import { afterTurn } from "./yield.ts";
 import type { Wal } from "../core/wal.ts";
 
 /** Turns in a row with a single member after which appends go back to the end of the microtasks. */
@@ -69,7 +69,7 @@ export class LogTurn {
     if (this.#queued) return;
     this.#queued = true;
     this.#wal.hold?.();
-    if (this.#late) afterIO(this.#write);
+    if (this.#late) afterTurn(this.#write);
     else queueMicrotask(this.#write);
   }
 
@@ -92,7 +92,7 @@ export class LogTurn {
       this.#lonely = members > 1 ? 0 : this.#lonely + 1;
       if (this.#lonely >= LONELY) this.#late = false;
     } else if (this.#early++ === 0) {
-      afterIO(this.#loopTurned);
+      afterTurn(this.#loopTurned);
     } else {
       this.#late = true;
       this.#lonely = 0;

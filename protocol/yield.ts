@@ -26,6 +26,16 @@ export function afterIO(f: () => void): void {
   schedule(f);
 }
 
+/**
+ * Run `f` once the callbacks of this turn of the event loop have run (setImmediate),
+ * without waiting for the sockets to be polled again, which afterIO may (on Deno a
+ * timer turn, a millisecond or more): for work that gathers what this turn's reads
+ * produced (the log's shared append, log_turn.ts), not for fairness.
+ */
+export function afterTurn(f: () => void): void {
+  immediate(f);
+}
+
 /** A promise that settles after the event loop has polled I/O (see afterIO). */
 export function yieldToIO(): Promise<void> {
   return new Promise((r) => afterIO(r));

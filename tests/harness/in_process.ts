@@ -35,7 +35,7 @@ export function localClient(svc: Service): LocalClient {
     },
     async exchange(text) {
       conn.push(Uint8Array.from(text, (c) => c.charCodeAt(0)));
-      await yieldToIO(); // queued after the LogTurn's own afterIO, so it runs after it
+      await yieldToIO(); // after the LogTurn's own afterTurn (setImmediate), queued before it
       return take();
     },
     take,
