@@ -20,11 +20,18 @@ export interface ConnectionContext {
   readonly verbose: number;
   readonly log: (line: string) => void;
   readonly error: (line: string) => void;
+  /**
+   * Output buffers of connections that went idle, shared by every connection of the
+   * server: an idle connection holds none (its own would be ~470 bytes with the JS
+   * objects, of the 8 KB an idle connection may cost), and a busy one takes one back
+   * without allocating.
+   */
+  readonly spareBuffers: Uint8Array[];
 }
 
 /** One connection's command state, shared by its loop (connection.ts) and the commands. */
 export class Session {
-  readonly out = new Output();
+  readonly out: Output;
   /** The last line parsed; a put's pri/delay/ttr wait here for its body. */
   readonly cmd = new Command();
   readonly queue: Queue;
@@ -47,6 +54,7 @@ export class Session {
     readonly id: number,
   ) {
     this.queue = ctx.queue;
+    this.out = new Output(ctx.spareBuffers);
   }
 }
 
@@ -250,12 +258,7 @@ const BY_REFERENCE = 16 * 1024;
 const KEEP = 4 * 1024;
 const MIN_OUT = 256;
 const NONE = new Uint8Array(0);
-/**
- * Output buffers of connections that went idle, shared by every connection: an idle
- * connection holds none (its own would be ~470 bytes with the JS objects, of the 8 KB
- * an idle connection may cost), and a busy one takes one back without allocating.
- */
-const POOL: Uint8Array[] = [];
+/** The most idle connections' output buffers a pool keeps (see Output.idle). */
 const POOL_MAX = 64;
 
 /**
@@ -267,6 +270,8 @@ const POOL_MAX = 64;
 export class Output {
   /** Allocated at the first reply: a connection that never gets one holds no buffer. */
   #buf: Uint8Array = NONE;
+  /** Where an idle output leaves its buffers, and a busy one takes one (ConnectionContext.spareBuffers). */
+  readonly #pool: Uint8Array[];
   /** Our buffers sealed since the last take() (queued job bodies are not ours to reuse). */
   #sealed: Uint8Array[] = [];
   /** Our buffers among the pieces the last take() handed out: reusable once they are written. */
@@ -278,6 +283,11 @@ export class Output {
   /** The array the last take() handed out, reused for the queue once release() says it is written. */
   #handed: Uint8Array[] = [];
   #queued = 0;
+
+  /** `pool`: shared with other connections' outputs (none given: a pool of its own). */
+  constructor(pool: Uint8Array[] = []) {
+    this.#pool = pool;
+  }
 
   /** Bytes pending. */
   get size(): number {
@@ -396,8 +406,9 @@ export class Output {
    */
   idle(): void {
     if (this.#len !== 0 || this.#queued !== 0 || this.#taken.length !== 0) return;
-    if (this.#buf !== NONE && POOL.length < POOL_MAX) POOL.push(this.#buf);
-    if (this.#spare && POOL.length < POOL_MAX) POOL.push(this.#spare);
+    const pool = this.#pool;
+    if (this.#buf !== NONE && pool.length < POOL_MAX) pool.push(this.#buf);
+    if (this.#spare && pool.length < POOL_MAX) pool.push(this.#spare);
     this.#buf = NONE;
     this.#spare = null;
   }
@@ -415,8 +426,8 @@ export class Output {
 
   #room(n: number): void {
     if (this.#len + n <= this.#buf.length) return;
-    if (this.#buf === NONE && POOL.length > 0 && n <= MIN_OUT) {
-      this.#buf = POOL.pop()!; // every pooled buffer has at least MIN_OUT bytes
+    if (this.#buf === NONE && this.#pool.length > 0 && n <= MIN_OUT) {
+      this.#buf = this.#pool.pop()!; // every pooled buffer has at least MIN_OUT bytes
       return;
     }
     let size = Math.max(this.#buf.length * 2, MIN_OUT);

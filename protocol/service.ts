@@ -70,6 +70,8 @@ export class Service {
   readonly #arena = new BodyArena();
   /** @internal Allocates job bodies for every connection (see BodyArena). */
   readonly bodies = (n: number): Uint8Array => this.#arena.alloc(n);
+  /** @internal Output buffers of idle connections, for busy ones to take (see ConnectionContext). */
+  readonly spareBuffers: Uint8Array[] = [];
   /** @internal With -b: one append per turn for every connection's records (see LogTurn). */
   readonly logTurn: LogTurn | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
