@@ -120,13 +120,14 @@ export class Job {
 }
 
 /**
- * A time as a job keeps it: whole ms, rounded up, so a deadline never comes early.
- * Whole because V8 (Deno) keeps a field that ever holds a fractional number as a
- * separate 16-byte heap number per job, where a small integer sits in the object
- * itself (memory per job is a goal; deadlines and ages need no finer grain).
+ * A time as a job keeps it: whole ms, rounded down. Whole because V8 (Deno) keeps a
+ * field that ever holds a fractional number as a separate 16-byte heap number per job,
+ * where a small integer sits in the object itself (memory per job is a goal). Down, not
+ * up: stats-job's time-left (whole seconds, truncated) must never read more than 1.12's
+ * exact value, so a deadline may come up to a millisecond early, the timer's own grain.
  */
 export function jobMs(t: number): number {
-  return Math.ceil(t);
+  return Math.floor(t);
 }
 
 /** Ready order: priority, then id (ids are unique, so the order is total). */

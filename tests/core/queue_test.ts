@@ -74,8 +74,8 @@ describe("delays and deadlines", () => {
     assert.equal(j.reserves, 1);
   });
 
-  it("keeps a job's times in whole ms, rounded up: off a fractional clock, no deadline comes early", () => {
-    const clock = new ManualClock(1000.4);
+  it("keeps a job's times in whole ms, rounded down: time-left never reads more than the exact value", () => {
+    const clock = new ManualClock(1000.6);
     const q = new Queue({ clock });
     const c = q.connect(() => {});
     const j = q.put(c, 0, 0, 2, body("x")) as Job;
@@ -84,13 +84,12 @@ describe("delays and deadlines", () => {
     for (const t of [j.createdAt, j.deadline, j.reservedAt, d.createdAt, d.deadline]) {
       assert.ok(Number.isInteger(t), `${t}`);
     }
-    clock.advance(1999.9); // 3000.3: 2 s after the reserve, less the rounding up
+    clock.advance(0.2); // 0.2 ms after the reserve: 1.12 says 1 s left (1.9998 truncated); rounding up read 2
+    assert.equal(q.statsJob(j.id)!.timeLeft, 1);
+    clock.advance(1999.2); // 3000.0: the TTR's whole ms (3000.6 rounded down)
     q.tick();
-    assert.equal(j.state, "reserved");
     assert.equal(d.state, "ready", "the delay of 1 s has passed");
-    clock.advance(0.7); // 3001.0
-    q.tick();
-    assert.equal(j.state, "ready");
+    assert.equal(j.state, "ready", "released within a millisecond of its exact TTR");
   });
 
   it("raises ttr 0 to 1 second", () => {
