@@ -7,8 +7,9 @@
 // Flow control, both ways: while OUT_HIGH bytes of replies or more wait to be written
 // (even within one batch of commands: a read may hold thousands of pipelined peeks),
 // or while the client waits in reserve, or while replies wait for the binlog (the
-// turn's append, see log_turn.ts, and with durable acks the fsync), no further commands are processed; `wantsInput` turns false, so the adapter
-// stops reading, except during a reserve or an fsync, where reading goes on up to
+// turn's append, see log_turn.ts, and with durable acks the fsync), no further
+// commands are processed; `wantsInput` turns false, so the adapter stops reading,
+// except during a reserve or a wait for the log, where reading goes on up to
 // WAIT_READ_MAX without processing. A client that pipelines and never reads stalls on its own TCP window,
 // holding at most about OUT_HIGH of replies (bigger job bodies are held by reference,
 // not copied: see Output in dispatch.ts); server memory per connection stays bounded.
