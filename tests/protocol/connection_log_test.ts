@@ -80,7 +80,13 @@ function setup(durableAcks: boolean) {
       finishWrite: () => held?.(),
     };
   };
-  return { events, errors, files, wal, queue, svc, connect };
+  /** The first put grows the ballast and reserves ids: do it before what a test watches, then forget its events. */
+  const warm = async (c: { send(text: string): void }) => {
+    c.send(puts(1, "warm"));
+    await tick();
+    events.length = 0;
+  };
+  return { events, errors, files, wal, queue, svc, connect, warm };
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
@@ -100,9 +106,7 @@ describe("the log under a connection", () => {
   test("a batch of commands: one append, before any of its replies", async () => {
     const t = setup(false);
     const a = t.connect("a");
-    a.send(puts(1, "warm")); // the first put grows the ballast and reserves ids
-    await tick();
-    t.events.length = 0;
+    await t.warm(a);
     a.send(puts(20, "x") + "reserve-with-timeout 0\r\n");
     a.send("bury 1 5\r\nkick 1\r\n" + puts(3, "y"));
     await tick();
@@ -123,9 +127,7 @@ describe("the log under a connection", () => {
     const t = setup(false);
     const a = t.connect("a");
     const b = t.connect("b");
-    b.send(puts(1, "warm"));
-    await tick();
-    t.events.length = 0;
+    await t.warm(b);
     t.files.failAppend(1, { code: "EIO" });
     a.send(puts(5, "lost") + "stats\r\n");
     await tick();
@@ -142,9 +144,7 @@ describe("the log under a connection", () => {
   test("batches of several connections in one turn: one append for all, then their replies", async () => {
     const t = setup(false);
     const cs = ["a", "b", "c"].map((n) => t.connect(n));
-    cs[0]!.send(puts(1, "warm"));
-    await tick();
-    t.events.length = 0;
+    await t.warm(cs[0]!);
     for (const c of cs) c.send(puts(2, "x"));
     assert.equal(t.events.length, 0, "nothing written or sent before the end of the turn");
     await tick();
@@ -157,9 +157,7 @@ describe("the log under a connection", () => {
   test("a lone client's batch is answered at the end of the microtasks, without waiting a turn of the loop", async () => {
     const t = setup(false);
     const a = t.connect("a");
-    a.send(puts(1, "warm"));
-    await tick();
-    t.events.length = 0;
+    await t.warm(a);
     a.send(puts(1, "x"));
     await Promise.resolve();
     assert.deepEqual(t.events[0], "append");
@@ -194,9 +192,7 @@ describe("the log under a connection", () => {
   test("a failed shared append: every connection in it is dropped without its replies, later ones go on", async () => {
     const t = setup(false);
     const [a, b, c] = ["a", "b", "c"].map((n) => t.connect(n));
-    c!.send(puts(1, "warm"));
-    await tick();
-    t.events.length = 0;
+    await t.warm(c!);
     t.files.failAppend(1, { code: "EIO" });
     a!.send(puts(2, "lost"));
     b!.send(puts(1, "lost"));
@@ -253,9 +249,7 @@ describe("the log under a connection", () => {
   test("durable acks: reading goes on while a batch waits for its fsync; its commands wait", async () => {
     const t = setup(true);
     const a = t.connect("a");
-    a.send(puts(1, "warm"));
-    await tick();
-    t.events.length = 0;
+    await t.warm(a);
     const release = t.files.holdSyncs();
     a.send(puts(1, "first"));
     assert.equal(a.conn.wantsInput, true, "still reading while the fsync runs");
