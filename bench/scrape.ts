@@ -10,6 +10,7 @@
 import { spawn } from "node:child_process";
 import { connect, createServer, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
+import { DENO_V8_FLAGS } from "../adapters/deno_flags.ts";
 
 const TUBES = 10_000;
 const BIG_TUBE_JOBS = 100_000;
@@ -85,7 +86,7 @@ const ms = (v: number) => v.toFixed(1) + " ms";
 async function main() {
   const which = Deno.args.length ? Deno.args : ["deno"];
   const argv = which[0] === "deno"
-    ? [`${ROOT}node_modules/.bin/deno`, "run", "-A", `${ROOT}server.ts`]
+    ? [`${ROOT}node_modules/.bin/deno`, "run", `--v8-flags=${DENO_V8_FLAGS}`, "-A", `${ROOT}server.ts`]
     : which[0] === "bun"
     ? [`${ROOT}node_modules/.bin/bun`, "run", `${ROOT}server.ts`]
     : which;

@@ -3,6 +3,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, type Tools } from "./host.ts";
+import { DENO_V8_FLAGS } from "../adapters/deno_flags.ts";
 
 /** Log modes: `NAME+b` runs with `-b <fresh dir>`, `NAME+bf0` adds `-f 0` (fsync before every ack). */
 const VARIANT_FLAGS: Record<string, string[]> = {
@@ -44,7 +45,7 @@ export interface Target {
 
 function runtimeArgv(t: Tools, rt: "deno" | "bun", script: string): string[] | undefined {
   if (rt === "bun") return t.bun ? [t.bun, "run", script] : undefined;
-  return t.deno ? [t.deno, "run", "-A", script] : undefined;
+  return t.deno ? [t.deno, "run", `--v8-flags=${DENO_V8_FLAGS}`, "-A", script] : undefined;
 }
 
 export function makeTarget(spec: string, t: Tools, serverFlags: Map<string, string[]>): Target | string {

@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME } from "./paths.ts";
+import { BUN_SERVER, DENO_SERVER, ROOT, RUNTIME } from "./paths.ts";
 import { bunServer, denoServer, freePort, type Running, startProcess, type Target } from "./targets.ts";
 import { type Wire } from "./wire.ts";
 
@@ -19,13 +19,12 @@ export interface Srv {
   argv: string[];
 }
 
-export const SERVER_TS = join(ROOT, "server.ts");
 export const DENO_SRV: Srv = {
   name: "deno",
   target: denoServer,
-  argv: [DENO, "run", "--allow-all", "--quiet", SERVER_TS],
+  argv: [...DENO_SERVER],
 };
-export const BUN_SRV: Srv = { name: "bun", target: bunServer, argv: [BUN, "run", SERVER_TS] };
+export const BUN_SRV: Srv = { name: "bun", target: bunServer, argv: [...BUN_SERVER] };
 /** The server on this test's runtime, and the other one (for the cross-runtime case). */
 export const HERE = RUNTIME === "bun" ? BUN_SRV : DENO_SRV;
 export const OTHER = RUNTIME === "bun" ? DENO_SRV : BUN_SRV;

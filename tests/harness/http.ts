@@ -1,8 +1,8 @@
 // Servers with the HTTP side port on: the same process targets as targets.ts (deno run,
 // bun run, the compiled binary), started with --http on a second free port.
-import { join } from "node:path";
+
 import { existsSync } from "node:fs";
-import { BUN, DENO, ROOT, which } from "./paths.ts";
+import { BUN, BUN_SERVER, DENO, DENO_SERVER, which } from "./paths.ts";
 import { buildBinary, freePort, type Running, startProcess } from "./targets.ts";
 
 export interface HttpKind {
@@ -17,12 +17,12 @@ export const HTTP_KINDS: Record<"deno" | "bun" | "binary", HttpKind> = {
   deno: {
     name: "deno run server.ts",
     unavailable: () => (existsSync(DENO) || which("deno") ? undefined : "deno is not installed (npm install)"),
-    argv: () => Promise.resolve([DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")]),
+    argv: () => Promise.resolve([...DENO_SERVER]),
   },
   bun: {
     name: "bun run server.ts",
     unavailable: bunPresent,
-    argv: () => Promise.resolve([BUN, "run", join(ROOT, "server.ts")]),
+    argv: () => Promise.resolve([...BUN_SERVER]),
   },
   binary: { name: "compiled binary", unavailable: bunPresent, argv: async () => [await buildBinary()] },
 };

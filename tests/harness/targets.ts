@@ -4,8 +4,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, DENO, ROOT, which } from "./paths.ts";
+import { BUN, BUN_SERVER, DENO, DENO_SERVER, ROOT, which } from "./paths.ts";
 import { type Address, dial } from "./wire.ts";
+import { DENO_V8_FLAGS } from "../../adapters/deno_flags.ts";
 
 /** A running server under test. */
 export interface Running {
@@ -115,14 +116,14 @@ export const beanstalkd: Target = {
 export const denoServer: Target = {
   name: "deno run server.ts",
   unavailable: () => (existsSync(DENO) || which("deno") ? undefined : "deno is not installed (npm install)"),
-  start: (flags) => startProcess([DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")], flags),
+  start: (flags) => startProcess([...DENO_SERVER], flags),
 };
 
 /** tubeway under `bun run server.ts`. */
 export const bunServer: Target = {
   name: "bun run server.ts",
   unavailable: () => (existsSync(BUN) || which("bun") ? undefined : "bun is not installed (npm install)"),
-  start: (flags) => startProcess([BUN, "run", join(ROOT, "server.ts")], flags),
+  start: (flags) => startProcess([...BUN_SERVER], flags),
 };
 
 /** tubeway in this test process, on this runtime's listener (Deno.listen or Bun.listen). */
@@ -198,7 +199,14 @@ export const denoBinary: Target = {
     const { tmpdir } = await import("node:os");
     const out = join(mkdtempSync(join(tmpdir(), "tubeway-denobin-")), "tubeway");
     await new Promise<void>((resolve, reject) => {
-      const p = spawn(DENO, ["compile", "--allow-all", "--output", out, join(ROOT, "server.ts")], {
+      const p = spawn(DENO, [
+        "compile",
+        `--v8-flags=${DENO_V8_FLAGS}`,
+        "--allow-all",
+        "--output",
+        out,
+        join(ROOT, "server.ts"),
+      ], {
         cwd: ROOT,
         stdio: "ignore",
       });

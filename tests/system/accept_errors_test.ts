@@ -11,17 +11,15 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { Socket } from "node:net";
 import { readdirSync } from "node:fs";
-import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
+
+import { BUN_SERVER, DENO_SERVER, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { BEANSTALKD, type Running, startProcess } from "../harness/targets.ts";
 import { dial, openSocket } from "../harness/wire.ts";
 
 /** argv of the server under test. */
 function serverArgv(): string[] | undefined {
   if (process.env.TUBEWAY_ACCEPT_REFERENCE === "1") return BEANSTALKD ? [BEANSTALKD] : undefined;
-  return RUNTIME === "bun"
-    ? [BUN, "run", join(ROOT, "server.ts")]
-    : [DENO, "run", "--allow-all", join(ROOT, "server.ts")];
+  return RUNTIME === "bun" ? [...BUN_SERVER] : [...DENO_SERVER];
 }
 
 /** The same server with its open-file limit lowered to `fds` (via the shell's ulimit). */

@@ -13,7 +13,7 @@ import { spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
+import { BUN_SERVER, DENO_SERVER, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
 import {
   beanstalkd,
   binary,
@@ -27,10 +27,10 @@ import { dial, type Wire } from "../harness/wire.ts";
 import { assertSame, buriedOrder, killed, view, viewAll } from "../harness/job_views.ts";
 
 const HERE: { target: Target; argv: () => Promise<string[]> } = RUNTIME === "bun"
-  ? { target: bunServer, argv: () => Promise.resolve([BUN, "run", join(ROOT, "server.ts")]) }
+  ? { target: bunServer, argv: () => Promise.resolve([...BUN_SERVER]) }
   : {
     target: denoServer,
-    argv: () => Promise.resolve([DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")]),
+    argv: () => Promise.resolve([...DENO_SERVER]),
   };
 const BINARY = { target: binary, argv: async () => [await buildBinary()] };
 const KINDS = [HERE, BINARY];

@@ -7,14 +7,12 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
+import { BUN_SERVER, DENO_SERVER, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { readFileSync } from "node:fs";
 import { BEANSTALKD, startProcess } from "../harness/targets.ts";
 import { dial } from "../harness/wire.ts";
 
-const SERVER = RUNTIME === "bun"
-  ? [BUN, "run", join(ROOT, "server.ts")]
-  : [DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")];
+const SERVER = RUNTIME === "bun" ? [...BUN_SERVER] : [...DENO_SERVER];
 
 function run(...args: string[]) {
   const r = spawnSync(SERVER[0]!, [...SERVER.slice(1), ...args], { encoding: "utf8", timeout: 30_000 });

@@ -9,8 +9,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME } from "../harness/paths.ts";
+
+import { BUN_SERVER, DENO_SERVER, RUNTIME } from "../harness/paths.ts";
 import { BEANSTALKD, startProcess } from "../harness/targets.ts";
 import { fuzz } from "../harness/fuzz.ts";
 
@@ -21,11 +21,7 @@ const RSS_CAP_BYTES = 1024 * 2 ** 20;
 
 /** TUBEWAY_FUZZ_REFERENCE=1: fuzz beanstalkd 1.12 instead, with the same inputs. */
 const REFERENCE = process.env.TUBEWAY_FUZZ_REFERENCE === "1";
-const SERVER = REFERENCE
-  ? [BEANSTALKD ?? "beanstalkd"]
-  : RUNTIME === "bun"
-  ? [BUN, "run", join(ROOT, "server.ts")]
-  : [DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")];
+const SERVER = REFERENCE ? [BEANSTALKD ?? "beanstalkd"] : RUNTIME === "bun" ? [...BUN_SERVER] : [...DENO_SERVER];
 const NAME = REFERENCE ? "beanstalkd" : RUNTIME;
 
 describe(`fuzzing the ${NAME} server`, () => {

@@ -10,8 +10,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { connect } from "node:net";
-import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME } from "../harness/paths.ts";
+
+import { BUN_SERVER, RUNTIME, serveTaskArgv } from "../harness/paths.ts";
 import { buildBinary, startProcess } from "../harness/targets.ts";
 import { dial } from "../harness/wire.ts";
 
@@ -44,23 +44,13 @@ function probe(port: number): Promise<"closed" | "silent" | "http"> {
 }
 
 const servers: [string, () => Promise<string[]>][] = RUNTIME === "bun"
-  ? [["bun run server.ts", () => Promise.resolve([BUN, "run", join(ROOT, "server.ts")])], [
+  ? [["bun run server.ts", () => Promise.resolve([...BUN_SERVER])], [
     "compiled binary",
     async () => [await buildBinary()],
   ]]
   : [[
-    "deno run with the serve task's permissions",
-    () =>
-      Promise.resolve([
-        DENO,
-        "run",
-        "--allow-net",
-        "--allow-read",
-        "--allow-write",
-        "--allow-env",
-        "--allow-sys",
-        join(ROOT, "server.ts"),
-      ]),
+    "deno run as the serve task runs it",
+    () => Promise.resolve(serveTaskArgv()),
   ]];
 
 describe(`SIGUSR1 drains and opens no debugger port (${RUNTIME})`, () => {

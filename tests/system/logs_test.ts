@@ -8,13 +8,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME } from "../harness/paths.ts";
+import { BUN_SERVER, DENO_SERVER, RUNTIME } from "../harness/paths.ts";
 import { startProcess } from "../harness/targets.ts";
 import { dial } from "../harness/wire.ts";
 
-const SERVER = RUNTIME === "bun"
-  ? [BUN, "run", join(ROOT, "server.ts")]
-  : [DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")];
+const SERVER = RUNTIME === "bun" ? [...BUN_SERVER] : [...DENO_SERVER];
 const VERSION = RUNTIME === "bun" ? (globalThis as { Bun?: { version: string } }).Bun!.version : Deno.version.deno;
 const STAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO |WARN |ERROR) \S/;
 

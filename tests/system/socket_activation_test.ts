@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
+import { BUN_SERVER, DENO, DENO_SERVER, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { ACTIVATE, activate, dialActivated, NO_ACTIVATE, soon } from "../harness/activation.ts";
 import { BEANSTALKD, buildBinary, freePort, startProcess, stopChild } from "../harness/targets.ts";
 import { type Address, dial } from "../harness/wire.ts";
@@ -17,9 +17,7 @@ import { dialTls, makeCerts, OPENSSL, refused, tlsFlags } from "../harness/tls.t
 
 const skip = skipUnless(ACTIVATE !== undefined, NO_ACTIVATE);
 
-const SERVER = RUNTIME === "bun"
-  ? [BUN, "run", join(ROOT, "server.ts")]
-  : [DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")];
+const SERVER = RUNTIME === "bun" ? [...BUN_SERVER] : [...DENO_SERVER];
 
 const dir = mkdtempSync(join(tmpdir(), "tubeway-activate-"));
 after(() => rmSync(dir, { recursive: true, force: true }));

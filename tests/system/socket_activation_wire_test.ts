@@ -2,8 +2,8 @@
 // inherited socket is served by node:net (adapters/node_net.ts), not by Deno.listen, so
 // that path gets every protocol test too. (Bun serves an inherited socket with the same
 // Bun.listen handlers as any other.)
-import { join } from "node:path";
-import { DENO, ROOT, RUNTIME } from "../harness/paths.ts";
+
+import { DENO_SERVER, RUNTIME } from "../harness/paths.ts";
 import { activatedTarget } from "../harness/activation.ts";
 import { wireSuite } from "./wire_suite.ts";
 
@@ -11,7 +11,7 @@ if (RUNTIME === "deno") {
   wireSuite(
     activatedTarget(
       "deno run server.ts, socket-activated",
-      () => Promise.resolve([DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")]),
+      () => Promise.resolve([...DENO_SERVER]),
     ),
   );
 }

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME, skipUnless, which } from "../harness/paths.ts";
+import { BUN_SERVER, DENO_SERVER, ROOT, RUNTIME, skipUnless, which } from "../harness/paths.ts";
 import { freePort, type Running, startProcess, stopChild } from "../harness/targets.ts";
 import { type Certs, makeCerts, OPENSSL, tlsFlags } from "../harness/tls.ts";
 import { dial } from "../harness/wire.ts";
@@ -29,9 +29,7 @@ function runClient(cmd: string, args: string[]): Promise<{ err: Error | null; st
     )
   );
 }
-const SERVER = RUNTIME === "bun"
-  ? [BUN, "run", join(ROOT, "server.ts")]
-  : [DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")];
+const SERVER = RUNTIME === "bun" ? [...BUN_SERVER] : [...DENO_SERVER];
 
 /** stunnel in client mode, as in the README; with or without this worker's certificate. */
 async function startStunnel(c: Certs, tlsPort: number, withCert: boolean) {

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
+import { BUN_SERVER, DENO_SERVER, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { buildBinary, freePort, startProcess } from "../harness/targets.ts";
 import {
   type Certs,
@@ -20,11 +20,10 @@ import {
 } from "../harness/tls.ts";
 import { dial, type Wire } from "../harness/wire.ts";
 
-const SERVER = join(ROOT, "server.ts");
 const executables: { name: string; argv: () => Promise<string[]> }[] = RUNTIME === "deno"
-  ? [{ name: "deno run server.ts", argv: () => Promise.resolve([DENO, "run", "--allow-all", "--quiet", SERVER]) }]
+  ? [{ name: "deno run server.ts", argv: () => Promise.resolve([...DENO_SERVER]) }]
   : [
-    { name: "bun run server.ts", argv: () => Promise.resolve([BUN, "run", SERVER]) },
+    { name: "bun run server.ts", argv: () => Promise.resolve([...BUN_SERVER]) },
     { name: "compiled binary", argv: async () => [await buildBinary()] },
   ];
 

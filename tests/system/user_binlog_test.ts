@@ -9,13 +9,11 @@ import { spawnSync } from "node:child_process";
 import { chownSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
+import { BUN_SERVER, DENO_SERVER, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { startProcess } from "../harness/targets.ts";
 import { dial } from "../harness/wire.ts";
 
-const SERVER = RUNTIME === "bun"
-  ? [BUN, "run", join(ROOT, "server.ts")]
-  : [DENO, "run", "--allow-all", "--quiet", join(ROOT, "server.ts")];
+const SERVER = RUNTIME === "bun" ? [...BUN_SERVER] : [...DENO_SERVER];
 
 const nobody = (() => {
   try {
