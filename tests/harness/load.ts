@@ -2,12 +2,12 @@
 // never read, an endless line, many idle connections. Each is bounded in count and
 // time, and measures the server process from outside (/proc/PID/status), with a cap
 // that kills the server if a scenario goes wrong.
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Socket } from "node:net";
 import { BUN, DENO, ROOT, RUNTIME } from "./paths.ts";
-import { dial, openSocket, type Wire } from "./wire.ts";
+import { dial, openSocket } from "./wire.ts";
 
 type Addr = { host: string; port: number };
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -55,51 +55,71 @@ export class RssWatch {
 
 /**
  * A client doing round trips (`list-tube-used`) every intervalMs while a scenario
- * runs; `worst` is the slowest answer (ms), and a round trip still waiting counts
- * for as long as it has waited.
+ * runs, from a process of its own (tests/harness/prober_client.ts); `worst` is the
+ * slowest answer (ms), and a round trip still waiting counts for as long as it has
+ * waited; `p99` the 99th percentile of the answered ones.
  */
 export class Prober {
-  readonly #w: Wire;
-  #running = true;
-  #since = 0;
-  #loop: Promise<void>;
+  readonly #child: ChildProcess;
+  readonly #out: Promise<string>;
   worst = 0;
+  p99 = 0;
   count = 0;
   failure: string | undefined;
 
-  private constructor(w: Wire, intervalMs: number, timeoutMs: number) {
-    this.#w = w;
-    this.#loop = this.#run(intervalMs, timeoutMs);
+  private constructor(child: ChildProcess, out: Promise<string>) {
+    this.#child = child;
+    this.#out = out;
   }
 
   static async start(addr: Addr, intervalMs = 20, timeoutMs = 10_000): Promise<Prober> {
-    return new Prober(await dial(addr), intervalMs, timeoutMs);
-  }
-
-  async #run(intervalMs: number, timeoutMs: number): Promise<void> {
-    while (this.#running) {
-      this.#since = Date.now();
-      try {
-        const r = await this.#w.cmd("list-tube-used", timeoutMs);
-        if (r !== "USING default\r\n") this.failure = `got ${JSON.stringify(r)}`;
-      } catch (e) {
-        this.failure = (e as Error).message;
-        this.#since = 0;
-        return;
-      }
-      this.worst = Math.max(this.worst, Date.now() - this.#since);
-      this.#since = 0;
-      this.count++;
-      await sleep(intervalMs);
+    const script = join(ROOT, "tests/harness/prober_client.ts");
+    const argv = RUNTIME === "bun" ? [BUN, "run", script] : [DENO, "run", "--allow-net", script];
+    const child = spawn(argv[0]!, [
+      ...argv.slice(1),
+      addr.host,
+      String(addr.port),
+      String(intervalMs),
+      String(timeoutMs),
+    ], {
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    let out = "";
+    let ready: () => void = () => {};
+    const readyP = new Promise<void>((r) => (ready = r));
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      if (out.startsWith("ready\n")) ready();
+    });
+    const exited = new Promise<string>((resolve) => child.once("exit", () => resolve(out)));
+    const started = await Promise.race([
+      readyP.then(() => true),
+      exited.then(() => false),
+      sleep(20_000).then(() => false),
+    ]);
+    if (!started) {
+      child.kill("SIGKILL");
+      throw new Error(`the prober did not start: ${JSON.stringify(out)}`);
     }
+    return new Prober(child, exited);
   }
 
   /** Stop and return the worst latency seen (including a round trip still waiting). */
   async stop(): Promise<number> {
-    this.#running = false;
-    if (this.#since) this.worst = Math.max(this.worst, Date.now() - this.#since);
-    await Promise.race([this.#loop, sleep(100)]);
-    this.#w.close();
+    this.#child.stdin!.end();
+    const timer = setTimeout(() => this.#child.kill("SIGKILL"), 15_000);
+    const out = await this.#out;
+    clearTimeout(timer);
+    const line = out.split("\n").find((l) => l.startsWith("{"));
+    if (!line) {
+      this.failure = `the prober reported nothing: ${JSON.stringify(out)}`;
+      return this.worst;
+    }
+    const r = JSON.parse(line) as { worst: number; p99: number; count: number; failure?: string };
+    this.worst = r.worst;
+    this.p99 = r.p99;
+    this.count = r.count;
+    this.failure = r.failure;
     return this.worst;
   }
 }
