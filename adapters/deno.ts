@@ -10,6 +10,7 @@
 // the client likes (checked on 2.9.6), so anyone could pile up sockets. Deno's node:tls
 // does both.
 import type { Service } from "../protocol/service.ts";
+import { DISCARD_PAUSE_MS } from "../protocol/connection.ts";
 import { yieldToIO } from "../protocol/yield.ts";
 import { listenNodeTls } from "./node_tls.ts";
 import type { ListenAddress, Listening, ListenOptions } from "./types.ts";
@@ -64,12 +65,15 @@ async function serveConn(svc: Service, conn: Deno.Conn): Promise<void> {
       const n = await conn.read(buf);
       if (n === null) break;
       c.push(buf.subarray(0, n));
-      if (n === buf.length) {
-        if (buf.length < MAX_READ) buf = new Uint8Array(buf.length * 4);
+      const full = n === buf.length;
+      if (full && buf.length < MAX_READ) buf = new Uint8Array(buf.length * 4);
+      else if (!full && n <= MIN_READ && buf.length > MIN_READ) buf = new Uint8Array(MIN_READ); // idle small again
+      if (c.discarding) {
+        // Garbage (an over-long line, a body over -z): one read per DISCARD_PAUSE_MS.
+        await new Promise((r) => setTimeout(r, DISCARD_PAUSE_MS));
+      } else if (full && buf.length === MAX_READ) {
         // More is queued: let other connections run first, so a flood cannot starve them.
-        else await yieldToIO();
-      } else if (n <= MIN_READ && buf.length > MIN_READ) {
-        buf = new Uint8Array(MIN_READ); // the burst is over: idle small again
+        await yieldToIO();
       }
     }
     c.eof();

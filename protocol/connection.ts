@@ -46,6 +46,9 @@ const OUT_HIGH = 64 * 1024;
  */
 const WAIT_READ_MAX = 64 * 1024;
 
+/** How long an adapter waits before reading more from a connection that is `discarding`. */
+export const DISCARD_PAUSE_MS = 1;
+
 /** The server a connection belongs to: the commands' context, plus its bookkeeping of connections. */
 export interface ConnectionOwner extends ConnectionContext {
   /** With a log: where batches that logged wait for the turn's one append. */
@@ -112,6 +115,15 @@ export class Connection {
         : !this.#stalled);
     if (!want) this.#inputPaused = true;
     return want;
+  }
+
+  /**
+   * Throwing input away (an over-long line, a body over -z): the adapter reads such a
+   * connection at most once per DISCARD_PAUSE_MS, so a flood of garbage costs the
+   * server little and delays no one (see adapters/bun.ts).
+   */
+  get discarding(): boolean {
+    return this.#parser.discarding;
   }
 
   get #stalled(): boolean {

@@ -86,6 +86,11 @@ export class Parser {
     return this.#buf.length;
   }
 
+  /** Throwing input away: the rest of an over-long line, or a body too big to keep. */
+  get discarding(): boolean {
+    return this.#mode === MODE_DISCARD || this.#mode === MODE_SKIP;
+  }
+
   /** Bytes received but not yet consumed. */
   get buffered(): number {
     return this.#w - this.#r;

@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../core/clock.ts";
 import { Service } from "../../protocol/service.ts";
-import { LINE, NEED_MORE, OVERLONG, Parser } from "../../protocol/parser.ts";
+import { LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "../../protocol/parser.ts";
 
 const bytes = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0));
 const text = (b: Uint8Array) => String.fromCharCode(...b);
@@ -188,5 +188,25 @@ describe("Parser framing", () => {
     p.push(bytes("\r\nstats\r\n"));
     assert.equal(p.next(), OVERLONG);
     assert.equal(p.next(), LINE);
+  });
+
+  it("says when it is throwing input away (the adapters read such input at a pace)", () => {
+    const p = new Parser();
+    p.push(bytes("list-tube-used\r\n"));
+    assert.equal(p.next(), LINE);
+    assert.equal(p.discarding, false);
+    p.push(bytes(long(300)));
+    assert.equal(p.next(), NEED_MORE);
+    assert.equal(p.discarding, true, "an over-long line");
+    p.push(bytes("\r\n"));
+    assert.equal(p.next(), OVERLONG);
+    assert.equal(p.discarding, false);
+    p.skip(10);
+    assert.equal(p.discarding, true, "a body over -z");
+    p.push(bytes("0123456789"));
+    assert.equal(p.next(), SKIPPED);
+    assert.equal(p.discarding, false);
+    p.expectBody(4);
+    assert.equal(p.discarding, false, "a body being read is kept, not discarded");
   });
 });

@@ -133,11 +133,14 @@ describe(`memory and latency under hostile clients: ${NAME} server`, {
       const worst = await probe.stop();
       console.log(
         `${NAME}: endless line, ${mib(sent)} in ${lineMs / 1000} s: others answered within ${worst} ms ` +
-          `(${probe.count} round trips); peak RSS ${mib(watch.peak)}`,
+          `(p99 ${probe.p99} ms, ${probe.count} round trips); peak RSS ${mib(watch.peak)}`,
       );
       assert.equal(probe.failure, undefined);
       assert.ok(probe.count > lineMs / 100, `only ${probe.count} round trips`);
       assert.ok(worst < 50, `another client waited ${worst} ms (target 50 ms)`);
+      // The garbage is read at a pace (adapters: DISCARD_PAUSE_MS): read flat out, Bun
+      // answered others' round trips in 11-16 ms at the 99th percentile (1.12: 1 ms).
+      assert.ok(probe.p99 < 10, `99th percentile of others' round trips ${probe.p99} ms`);
     });
   });
 
