@@ -14,6 +14,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { BUN_SERVER, DENO, DENO_SERVER, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { BEANSTALKD, type Running, startProcess } from "../harness/targets.ts";
 import { dial } from "../harness/wire.ts";
@@ -144,7 +145,7 @@ describe(`memory and latency under hostile clients: ${NAME} server`, {
     });
   });
 
-  const conns = 10_000; // each side holds one fd per connection: ulimit -n must allow 10,000 and some
+  const conns = 10_000;
   /** RSS growth per connection of the server started from argv, with `conns` connections open and served. */
   async function perConnection(argv: string[], check?: (r: Running) => Promise<void>): Promise<number> {
     let per = 0;
@@ -162,6 +163,9 @@ describe(`memory and latency under hostile clients: ${NAME} server`, {
   const kb = (b: number) => `${(b / 1024).toFixed(1)} KB`;
 
   it(`${conns} open connections: all served, <= 8 KB each`, async () => {
+    // Each side holds one fd per connection (Deno and Bun raise the soft limit to the hard one at start).
+    const fds = Number(/^Max open files\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))?.[1] ?? 0);
+    assert.ok(fds >= conns + 500, `this test needs ulimit -n >= ${conns + 500} (hard limit); it is ${fds}`);
     const ours = await perConnection(SERVER, (r) => countConnections(r, conns));
     // Deno's own share, for the figures: a bare Deno.listen server with the same V8 flags.
     const bare = NAME === "deno"
