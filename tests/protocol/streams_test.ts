@@ -49,4 +49,31 @@ describe("serveStreams", () => {
   it("answers a reserve left waiting at EOF with TIMED_OUT before it closes", async () => {
     assert.equal(await session("bytes", ["reserve\r\n"]), "TIMED_OUT\r\n");
   });
+
+  it("reads garbage at a pace: an endless line gets one read per DISCARD_PAUSE_MS, then the connection works", async () => {
+    const svc = new Service({ log: () => {}, error: () => {} });
+    const out: Uint8Array[] = [];
+    const junk = new Uint8Array(64 * 1024).fill(0x78); // "xxx...", no CRLF
+    let pulls = 0;
+    let ending = false;
+    const readable = new ReadableStream<Uint8Array>({
+      pull(c) {
+        pulls++;
+        if (!ending) return c.enqueue(junk);
+        c.enqueue(enc("\r\nlist-tube-used\r\n"));
+        c.close();
+      },
+    });
+    const writable = new WritableStream<Uint8Array>({ write: (chunk) => void out.push(chunk.slice()) });
+    const served = serveStreams(svc, { readable, writable });
+    await new Promise((r) => setTimeout(r, 100));
+    const in100ms = pulls;
+    ending = true;
+    await served;
+    svc.close();
+    // Flat out this took thousands of reads (every one a 64 KiB scan); paced, at most one per millisecond.
+    assert.ok(in100ms <= 110, `${in100ms} reads of garbage in 100 ms`);
+    assert.ok(in100ms >= 5, `only ${in100ms} reads in 100 ms: the garbage is not read on`);
+    assert.equal(dec(out), "BAD_FORMAT\r\nUSING default\r\n");
+  });
 });
