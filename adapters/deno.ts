@@ -66,12 +66,13 @@ async function serveConn(svc: Service, conn: Deno.Conn): Promise<void> {
       if (n === null) break;
       c.push(buf.subarray(0, n));
       const full = n === buf.length;
-      if (full && buf.length < MAX_READ) buf = new Uint8Array(buf.length * 4);
+      const atMax = buf.length === MAX_READ;
+      if (full && !atMax) buf = new Uint8Array(buf.length * 4);
       else if (!full && n <= MIN_READ && buf.length > MIN_READ) buf = new Uint8Array(MIN_READ); // idle small again
       if (c.discarding) {
         // Garbage (an over-long line, a body over -z): one read per DISCARD_PAUSE_MS.
         await new Promise((r) => setTimeout(r, DISCARD_PAUSE_MS));
-      } else if (full && buf.length === MAX_READ) {
+      } else if (full && atMax) {
         // More is queued: let other connections run first, so a flood cannot starve them.
         await yieldToIO();
       }
