@@ -8,12 +8,16 @@
 // neither ask clients for certificates (denoland/deno#26825) nor drop a client that
 // stalls mid-handshake: closing such a TlsConn leaves its TCP socket open for as long as
 // the client likes (checked on 2.9.6), so anyone could pile up sockets. Deno's node:tls
-// does both.
+// does both; on TCP it gets its connections from the accept loop here (tlsHandOver).
 import type { Service } from "../protocol/service.ts";
 import { DISCARD_PAUSE_MS } from "../protocol/connection.ts";
 import { yieldToIO } from "../protocol/yield.ts";
-import { listenNodeTls } from "./node_tls.ts";
-import type { ListenAddress, Listening, ListenOptions } from "./types.ts";
+import process from "node:process";
+import { Buffer } from "node:buffer";
+import { Socket } from "node:net";
+import type { Server } from "node:tls";
+import { listenNodeTls, tlsServer } from "./node_tls.ts";
+import { HANDSHAKE_TIMEOUT_MS, type ListenAddress, type Listening, type ListenOptions } from "./types.ts";
 import { AcceptErrorLog, acceptVerdict, BACK_OFF_MS } from "./accept_errors.ts";
 
 /**
@@ -84,13 +88,95 @@ async function serveConn(svc: Service, conn: Deno.Conn): Promise<void> {
   }
 }
 
-/** Listen on a TCP address or a UNIX path (an inherited fd goes to node_net.ts). */
+/** Read size for a TLS client's first bytes (its ClientHello; the rest stays in the kernel). */
+const HELLO_READ = 1024;
+
+/**
+ * How node:tls gets connections from our accept loop (Deno.listen's: node:tls's own
+ * listener stops accepting for good at its first EMFILE on Deno 2.9.6). Each one is
+ * wrapped in a node:net Socket the way Deno's own node layer wraps a connection
+ * (TCP.openFromRid) and handed to the server. Undefined when this Deno lacks those
+ * internals: the caller then falls back to node:tls's listener.
+ *
+ * The client's first bytes are read here and put back in front of the socket: a client
+ * that hangs up before saying anything is closed at once (handed over, a half-open
+ * socket would see that end only at the handshake timeout, and a socket made without
+ * half-open would lose the half-close a client may do after the handshake).
+ */
+function tlsHandOver(
+  svc: Service,
+  server: Server,
+  handshakeMs: number,
+): ((conn: Deno.Conn) => Promise<void>) | undefined {
+  type Handle = { openFromRid(rid: number): unknown };
+  let TCP: (new (type: number) => Handle) | undefined;
+  let SOCKET: number | undefined;
+  try {
+    const b = (process as unknown as { binding(n: string): { TCP?: typeof TCP; constants?: { SOCKET?: number } } })
+      .binding("tcp_wrap");
+    TCP = b.TCP;
+    SOCKET = b.constants?.SOCKET;
+  } catch {
+    return undefined;
+  }
+  if (typeof TCP !== "function" || typeof TCP.prototype.openFromRid !== "function" || SOCKET === undefined) {
+    return undefined;
+  }
+  const Tcp = TCP;
+  const type = SOCKET;
+  return async (conn) => {
+    const timer = setTimeout(() => conn.close(), handshakeMs); // said nothing in time
+    let first: Uint8Array;
+    try {
+      const buf = new Uint8Array(HELLO_READ);
+      const n = await conn.read(buf);
+      if (n === null) throw new Error("hung up");
+      first = buf.subarray(0, n);
+    } catch {
+      clearTimeout(timer);
+      try {
+        conn.close();
+      } catch { /* closed by the timer */ }
+      return;
+    }
+    clearTimeout(timer);
+    try {
+      const key = Object.getOwnPropertySymbols(conn).find((k) => k.description === "Deno.internal.rid");
+      const rid = key && (conn as unknown as Record<symbol, unknown>)[key];
+      if (typeof rid !== "number") throw new Error("this Deno.Conn has no resource id");
+      const handle = new Tcp(type);
+      handle.openFromRid(rid);
+      const sock = new Socket({ handle, allowHalfOpen: true } as unknown as ConstructorParameters<typeof Socket>[0]);
+      // The handle borrows the resource: closing the socket must close the connection.
+      sock.once("close", () => {
+        try {
+          conn.close();
+        } catch { /* closed already */ }
+      });
+      sock.unshift(Buffer.from(first.buffer, first.byteOffset, first.byteLength));
+      server.emit("connection", sock);
+    } catch (e) {
+      svc.error(`TLS: cannot serve a connection: ${e}`);
+      try {
+        conn.close();
+      } catch { /* closed already */ }
+    }
+  };
+}
+
+/** Listen on a TCP address or a UNIX path (an inherited fd goes to node_net.ts), plain or TLS. */
 export async function listenDeno(
   svc: Service,
   addr: Exclude<ListenAddress, { fd: number }>,
   opts: ListenOptions = {},
 ): Promise<Listening> {
-  if (opts.tls && !("path" in addr)) return await listenNodeTls(svc, addr, opts.tls, opts.handshakeTimeoutMs);
+  let serve = (conn: Deno.Conn) => void serveConn(svc, conn);
+  if (opts.tls && !("path" in addr)) {
+    const handshakeMs = opts.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS;
+    const handOver = tlsHandOver(svc, tlsServer(svc, opts.tls, handshakeMs), handshakeMs);
+    if (!handOver) return await listenNodeTls(svc, addr, opts.tls, handshakeMs);
+    serve = (conn) => void handOver(conn);
+  }
   const listener = "path" in addr
     ? Deno.listen({ transport: "unix", path: addr.path })
     : Deno.listen({ transport: "tcp", hostname: addr.host, port: addr.port });
@@ -117,7 +203,7 @@ export async function listenDeno(
           (conn as Deno.TcpConn).setKeepAlive(true);
         } catch { /* not TCP, or already reset */ }
       }
-      serveConn(svc, conn);
+      serve(conn);
       // Deno completes an accept at once while connections are queued: without a yield,
       // a thousand clients arriving together would each get their first batch served
       // before anyone else's socket is polled (see deno_turns.ts). Measured with 1,000

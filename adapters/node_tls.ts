@@ -1,9 +1,9 @@
-// A TLS listener on node:tls, Deno's TLS listener (see deno.ts for why not
-// Deno.listenTls): client certificates via requestCert + ca (rustls underneath), and a
-// handshake timeout. Connections are served by the same serveStreams() as every other
-// one, over web streams made from the node socket.
+// TLS on Deno through node:tls (see deno.ts for why not Deno.listenTls): client
+// certificates via requestCert + ca (rustls underneath), and a handshake timeout.
+// Connections are served by the same serveStreams() as every other one, over web
+// streams made from the node socket.
 import type { Socket } from "node:net";
-import { createServer, type TLSSocket } from "node:tls";
+import { createServer, type Server, type TLSSocket } from "node:tls";
 import type { Service } from "../protocol/service.ts";
 import { serveStreams, type StreamPair } from "../protocol/streams.ts";
 import { HANDSHAKE_TIMEOUT_MS, type ListenAddress, type Listening, peerName, type TlsMaterial } from "./types.ts";
@@ -52,15 +52,12 @@ export function socketStreams(sock: Socket): StreamPair {
 }
 
 /**
- * Listen for TLS on host:port, or on an inherited listening fd, with node:tls; with
- * tls.ca, only CA-signed clients get in.
+ * A node:tls server that serves every connection that completes its handshake as a
+ * beanstalkd connection; with tls.ca, only CA-signed clients get in. It takes sockets
+ * from its own listen() (listenNodeTls) or handed to it with
+ * `server.emit("connection", socket)` (deno.ts).
  */
-export function listenNodeTls(
-  svc: Service,
-  addr: { host: string; port: number } | { fd: number },
-  tls: TlsMaterial,
-  handshakeTimeoutMs = HANDSHAKE_TIMEOUT_MS,
-): Promise<Listening> {
+export function tlsServer(svc: Service, tls: TlsMaterial, handshakeTimeoutMs = HANDSHAKE_TIMEOUT_MS): Server {
   const mtls = tls.ca !== undefined;
   const server = createServer({
     cert: tls.cert,
@@ -80,6 +77,23 @@ export function listenNodeTls(
   // A failed handshake (no certificate, wrong CA, not TLS at all, too slow). Destroy the
   // socket ourselves: Deno 2.9 reports handshakeTimeout here but leaves the socket open.
   server.on("tlsClientError", (_e: Error, sock: TLSSocket) => sock.destroy());
+  return server;
+}
+
+/**
+ * Listen for TLS on host:port, or on an inherited listening fd, with node:tls's own
+ * listener: on Deno for an inherited fd (Deno.listen cannot adopt one), and for
+ * host:port where deno.ts cannot hand connections to node:tls itself. On Deno 2.9.6
+ * this listener stops accepting for good, silently, the first time accept() fails with
+ * EMFILE (README, Reliability).
+ */
+export function listenNodeTls(
+  svc: Service,
+  addr: { host: string; port: number } | { fd: number },
+  tls: TlsMaterial,
+  handshakeTimeoutMs = HANDSHAKE_TIMEOUT_MS,
+): Promise<Listening> {
+  const server = tlsServer(svc, tls, handshakeTimeoutMs);
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     const listening = () => {
