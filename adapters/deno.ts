@@ -10,7 +10,6 @@
 // the client likes (checked on 2.9.6), so anyone could pile up sockets. Deno's node:tls
 // does both; on TCP it gets its connections from the accept loop here (tlsHandOver).
 import type { Service } from "../protocol/service.ts";
-import { DISCARD_PAUSE_MS } from "../protocol/connection.ts";
 import { yieldToIO } from "../protocol/yield.ts";
 import process from "node:process";
 import { Buffer } from "node:buffer";
@@ -59,8 +58,9 @@ async function serveConn(svc: Service, conn: Deno.Conn): Promise<void> {
   try {
     for (;;) {
       if (!c.wantsInput) {
-        // Stalled (replies not read, a reserve waiting): hold no big read buffer meanwhile.
-        if (buf.length > MIN_READ) buf = new Uint8Array(MIN_READ);
+        // Stalled (replies not read, a reserve waiting): hold no big read buffer meanwhile;
+        // but keep it through the millisecond pauses of a discard, or it would crawl.
+        if (buf.length > MIN_READ && !c.discarding) buf = new Uint8Array(MIN_READ);
         while (!c.wantsInput) {
           if (c.closed) return;
           await Promise.race([new Promise<void>((r) => (resume = r)), c.done]);
@@ -69,16 +69,12 @@ async function serveConn(svc: Service, conn: Deno.Conn): Promise<void> {
       const n = await conn.read(buf);
       if (n === null) break;
       c.push(buf.subarray(0, n));
-      const full = n === buf.length;
-      const atMax = buf.length === MAX_READ;
-      if (full && !atMax) buf = new Uint8Array(buf.length * 4);
-      else if (!full && n <= MIN_READ && buf.length > MIN_READ) buf = new Uint8Array(MIN_READ); // idle small again
-      if (c.discarding) {
-        // Garbage (an over-long line, a body over -z): one read per DISCARD_PAUSE_MS.
-        await new Promise((r) => setTimeout(r, DISCARD_PAUSE_MS));
-      } else if (full && atMax) {
+      if (n === buf.length) {
+        if (buf.length < MAX_READ) buf = new Uint8Array(buf.length * 4);
         // More is queued: let other connections run first, so a flood cannot starve them.
-        await yieldToIO();
+        else await yieldToIO();
+      } else if (n <= MIN_READ && buf.length > MIN_READ) {
+        buf = new Uint8Array(MIN_READ); // the burst is over: idle small again
       }
     }
     c.eof();
@@ -86,6 +82,12 @@ async function serveConn(svc: Service, conn: Deno.Conn): Promise<void> {
   } catch {
     c.abort(); // reset, or closed under a pending read
   }
+}
+
+function closeQuietly(conn: Deno.Conn): void {
+  try {
+    conn.close();
+  } catch { /* closed already */ }
 }
 
 /** Read size for a TLS client's first bytes (its ClientHello; the rest stays in the kernel). */
@@ -125,7 +127,7 @@ function tlsHandOver(
   const Tcp = TCP;
   const type = SOCKET;
   return async (conn) => {
-    const timer = setTimeout(() => conn.close(), handshakeMs); // said nothing in time
+    const timer = setTimeout(() => closeQuietly(conn), handshakeMs); // said nothing in time
     let first: Uint8Array;
     try {
       const buf = new Uint8Array(HELLO_READ);
@@ -134,9 +136,7 @@ function tlsHandOver(
       first = buf.subarray(0, n);
     } catch {
       clearTimeout(timer);
-      try {
-        conn.close();
-      } catch { /* closed by the timer */ }
+      closeQuietly(conn);
       return;
     }
     clearTimeout(timer);
@@ -148,18 +148,12 @@ function tlsHandOver(
       handle.openFromRid(rid);
       const sock = new Socket({ handle, allowHalfOpen: true } as unknown as ConstructorParameters<typeof Socket>[0]);
       // The handle borrows the resource: closing the socket must close the connection.
-      sock.once("close", () => {
-        try {
-          conn.close();
-        } catch { /* closed already */ }
-      });
+      sock.once("close", () => closeQuietly(conn));
       sock.unshift(Buffer.from(first.buffer, first.byteOffset, first.byteLength));
       server.emit("connection", sock);
     } catch (e) {
       svc.error(`TLS: cannot serve a connection: ${e}`);
-      try {
-        conn.close();
-      } catch { /* closed already */ }
+      closeQuietly(conn);
     }
   };
 }

@@ -6,7 +6,7 @@
 // the buffer it was given, and the connection may have to process commands it already
 // holds while a read is pending (a reserve answered by another client's put).
 import type { Service } from "./service.ts";
-import { type Connection, DISCARD_PAUSE_MS } from "./connection.ts";
+import type { Connection } from "./connection.ts";
 import { yieldToIO } from "./yield.ts";
 
 /** First read size per connection (small: idle connections should cost little). */
@@ -96,14 +96,9 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
         conn.push(value);
         full = value.length >= MAX_READ;
       }
-      if (conn.discarding) {
-        // Garbage (an over-long line, a body over -z): one read per DISCARD_PAUSE_MS.
-        await new Promise((r) => setTimeout(r, DISCARD_PAUSE_MS));
-      } else if (full) {
-        // A read that filled the whole buffer means more is queued: let other
-        // connections run before taking the next one, so a flood cannot starve them.
-        await yieldToIO();
-      }
+      // A read that filled the whole buffer means more is queued: let other
+      // connections run before taking the next one, so a flood cannot starve them.
+      if (full) await yieldToIO();
     }
     conn.eof();
     await conn.done;

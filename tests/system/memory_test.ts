@@ -139,7 +139,7 @@ describe(`memory and latency under hostile clients: ${NAME} server`, {
       assert.equal(probe.failure, undefined);
       assert.ok(probe.count > lineMs / 100, `only ${probe.count} round trips`);
       assert.ok(worst < 50, `another client waited ${worst} ms (target 50 ms)`);
-      // The garbage is read at a pace (adapters: DISCARD_PAUSE_MS): read flat out, Bun
+      // The garbage is read at a pace (Connection: DISCARD_PAUSE_MS): read flat out, Bun
       // answered others' round trips in 11-16 ms at the 99th percentile (1.12: 1 ms).
       assert.ok(probe.p99 < 10, `99th percentile of others' round trips ${probe.p99} ms`);
     });
