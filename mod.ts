@@ -1,16 +1,17 @@
 /**
  * tubeway: a beanstalkd-compatible work queue for Deno and Bun.
  *
- * The public surface is the server as a library: build a {@linkcode Service} (from
- * flags with {@linkcode parseConfig} and {@linkcode openService}, or directly), then
+ * The public surface is the server as a library: build a {@linkcode Service} on an engine (from
+ * flags with {@linkcode parseConfig} and {@linkcode openService}, or directly on
+ * {@linkcode memoryEngine}), then
  * serve it on this runtime's sockets with {@linkcode listen} or over any pair of web
  * streams with {@linkcode serveStreams}. The queue engine itself (core/) stays internal
  * so it can change shape without breaking users.
  *
  * ```ts
- * import { hostInfo, listen, Service } from "./mod.ts";
+ * import { hostInfo, listen, memoryEngine, runtimeTurns, Service } from "./mod.ts";
  *
- * const svc = new Service({ host: hostInfo() });
+ * const svc = new Service(memoryEngine(), { host: hostInfo(), turns: runtimeTurns() });
  * const server = await listen(svc, { host: "127.0.0.1", port: 0 });
  * console.log("listening on", server.address);
  * server.close();
@@ -20,9 +21,12 @@
  * @module
  */
 export { PROTOCOL_VERSION, Service, type ServiceOptions } from "./protocol/service.ts";
+export { memoryEngine } from "./core/queue.ts";
+export type { Answer, Engine } from "./core/engine.ts";
+export { runtimeTurns } from "./adapters/turns.ts";
 export type { HostInfo } from "./protocol/host.ts";
 export { serveStreams, type StreamPair } from "./protocol/streams.ts";
-export { type Clock, ManualClock, systemClock } from "./core/clock.ts";
+export { type Clock, immediateTurns, ManualClock, systemClock, type TimerHandle, type Turns } from "./core/clock.ts";
 export { type Config, type LogFormat, parseConfig, type ParsedArgs, type TlsConfig, USAGE } from "./core/config.ts";
 export { WalOpenError } from "./core/binlog/open.ts";
 export { VERSION } from "./core/version.ts";

@@ -10,7 +10,6 @@
 // the client likes (checked on 2.9.6), so anyone could pile up sockets. Deno's node:tls
 // does both; on TCP it gets its connections from the accept loop here (tlsHandOver).
 import type { Service } from "../protocol/service.ts";
-import { yieldToIO } from "../protocol/yield.ts";
 import process from "node:process";
 import { Buffer } from "node:buffer";
 import { Socket } from "node:net";
@@ -72,7 +71,7 @@ async function serveConn(svc: Service, conn: Deno.Conn): Promise<void> {
       if (n === buf.length) {
         if (buf.length < MAX_READ) buf = new Uint8Array(buf.length * 4);
         // More is queued: let other connections run first, so a flood cannot starve them.
-        else await yieldToIO();
+        else await svc.afterIO();
       } else if (n <= MIN_READ && buf.length > MIN_READ) {
         buf = new Uint8Array(MIN_READ); // the burst is over: idle small again
       }
@@ -203,7 +202,7 @@ export async function listenDeno(
       // before anyone else's socket is polled (see deno_turns.ts). Measured with 1,000
       // peek flooders: one accept per yield kept another client within 50 ms, eight
       // let it wait 0.4-0.6 s.
-      await yieldToIO();
+      await svc.afterIO();
     }
   })();
   return {

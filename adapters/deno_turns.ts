@@ -1,4 +1,4 @@
-// afterIO() for Deno. Deno 2.9 does not poll sockets between setImmediate callbacks,
+// Turns for Deno (core/clock.ts): how a busy connection lets the sockets be polled. Deno 2.9 does not poll sockets between setImmediate callbacks,
 // nor between continuations of socket writes that complete at once: measured on 2.9.6,
 // ten callback chains doing 0.2 ms of work each (setImmediate, or `await conn.write()`
 // in a loop) delayed an unrelated socket's round trip to 0.3 s and 1.9 s, 1.4 s and
@@ -14,53 +14,52 @@
 // busy ones are served in rounds, as in beanstalkd. Measured (1,000 peek flooders, 20 s,
 // tests/system/memory_test.ts with TUBEWAY_SOAK=1): another client's worst wait went from
 // 0.3-2.9 s (up to 12 s on a busy machine) to 0.1 s.
-import { setAfterIO } from "../protocol/yield.ts";
+import { immediateTurns, type Turns } from "../core/clock.ts";
 
 /** How long yields may go by setImmediate before a timer turn lets the sockets be polled. */
 const SLICE_MS = 4;
 
-let sliceStart = -Infinity;
-let timerSet = false;
-/** Callbacks waiting for the next timer turn, oldest first. */
-let waiting: (() => void)[] = [];
+export class DenoTurns implements Turns {
+  #sliceStart = -Infinity;
+  #timerSet = false;
+  /** Callbacks waiting for the next timer turn, oldest first. */
+  #waiting: (() => void)[] = [];
 
-function arm(): void {
-  if (timerSet) return;
-  timerSet = true;
-  setTimeout(turn, 0);
-}
+  readonly afterTurn = immediateTurns.afterTurn;
 
-/**
- * A timer turn: run the waiting callbacks, oldest first, for at most one slice; those
- * left over go first at the next turn, so 1,000 busy connections are served in rounds
- * with the sockets polled between slices, not in one long run.
- */
-function turn(): void {
-  timerSet = false;
-  sliceStart = performance.now();
-  const run = waiting;
-  waiting = [];
-  let i = 0;
-  while (i < run.length) {
-    run[i++]!();
-    if (performance.now() - sliceStart >= SLICE_MS) break;
+  readonly afterIO = (f: () => void): void => {
+    if (!this.#timerSet && performance.now() - this.#sliceStart < SLICE_MS) {
+      setImmediate(f);
+      return;
+    }
+    this.#waiting.push(f);
+    this.#arm();
+  };
+
+  #arm(): void {
+    if (this.#timerSet) return;
+    this.#timerSet = true;
+    setTimeout(this.#turn, 0);
   }
-  if (i < run.length) {
-    waiting = run.slice(i).concat(waiting);
-    arm();
-  }
-}
 
-function afterIO(f: () => void): void {
-  if (!timerSet && performance.now() - sliceStart < SLICE_MS) {
-    setImmediate(f);
-    return;
-  }
-  waiting.push(f);
-  arm();
-}
-
-/** Make afterIO() (protocol/yield.ts) take turns with the sockets on Deno; returns what it replaced. */
-export function useDenoTurns(): (f: () => void) => void {
-  return setAfterIO(afterIO);
+  /**
+   * A timer turn: run the waiting callbacks, oldest first, for at most one slice; those
+   * left over go first at the next turn, so 1,000 busy connections are served in rounds
+   * with the sockets polled between slices, not in one long run.
+   */
+  readonly #turn = (): void => {
+    this.#timerSet = false;
+    this.#sliceStart = performance.now();
+    const run = this.#waiting;
+    this.#waiting = [];
+    let i = 0;
+    while (i < run.length) {
+      run[i++]!();
+      if (performance.now() - this.#sliceStart >= SLICE_MS) break;
+    }
+    if (i < run.length) {
+      this.#waiting = run.slice(i).concat(this.#waiting);
+      this.#arm();
+    }
+  };
 }

@@ -19,9 +19,9 @@ function safe(f: () => string, fallback: string): string {
  *
  * @example
  * ```ts
- * import { hostInfo, Service } from "../mod.ts";
+ * import { hostInfo, memoryEngine, Service } from "../mod.ts";
  *
- * const svc = new Service({ host: hostInfo() }); // stats shows the real pid, hostname, os
+ * const svc = new Service(memoryEngine(), { host: hostInfo() }); // stats shows the real pid, hostname, os
  * svc.close();
  * ```
  */

@@ -51,7 +51,6 @@ function reason(e: unknown): string {
 async function listenHere(svc: Service, addr: ListenAddress, opts: ListenOptions): Promise<Listening> {
   if ("fd" in addr) checkInherited(addr.fd);
   if ("Deno" in globalThis) {
-    (await import("./deno_turns.ts")).useDenoTurns();
     if ("fd" in addr) return await (await import("./node_net.ts")).listenFd(svc, addr.fd, opts);
     return await (await import("./deno.ts")).listenDeno(svc, addr, opts);
   }
@@ -68,9 +67,9 @@ async function listenHere(svc: Service, addr: ListenAddress, opts: ListenOptions
  *
  * @example
  * ```ts
- * import { listen, Service } from "../mod.ts";
+ * import { listen, memoryEngine, runtimeTurns, Service } from "../mod.ts";
  *
- * const svc = new Service();
+ * const svc = new Service(memoryEngine(), { turns: runtimeTurns() });
  * const server = await listen(svc, { host: "127.0.0.1", port: 0 }); // 0: any free port
  * console.log(server.address); // { host: "127.0.0.1", port: ... }
  * server.close();

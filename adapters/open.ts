@@ -1,4 +1,5 @@
-// A Service built from a Config the way the executable builds it: with -b, the log in
+// A Service built from a Config the way the executable builds it: the engine it chooses
+// (the in-memory queue, with -b its log), and with -b the log in
 // config.binlogDir is locked and replayed into the queue before anything is served, the
 // jobs of a beanstalkd that wrote that directory are imported (once), and every change is
 // logged from then on. Here rather than in server.ts so that a library
@@ -14,6 +15,8 @@ import { type HostInfo } from "../protocol/host.ts";
 import { Service } from "../protocol/service.ts";
 import { nodeFiles } from "./files_node.ts";
 import { hostInfo } from "./host_node.ts";
+import { runtimeTurns } from "./turns.ts";
+import type { Turns } from "../core/clock.ts";
 
 /** How {@linkcode openService} reports and what it runs on. */
 export interface OpenOptions {
@@ -27,6 +30,8 @@ export interface OpenOptions {
   log?: (line: string) => void;
   /** Where the service's error lines go (internal errors, failed log writes); default: console.error. */
   error?: (line: string) => void;
+  /** How busy connections take turns; default: this runtime's ({@linkcode runtimeTurns}). */
+  turns?: Turns;
 }
 
 /** What {@linkcode openService} built. */
@@ -91,29 +96,26 @@ export function openService(config: Config, opts: OpenOptions = {}): Opened {
       (id) => queue?.liveRecord(id),
     ));
   }
+  const turns = opts.turns ?? runtimeTurns();
   // Without -b nothing is logged, but stats still shows -s as binlog-max-size, as 1.12 does.
-  queue = new Queue({ clock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize) });
+  queue = new Queue({ clock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize), turns });
   if (recovered) queue.restore(recovered.jobs, recovered.maxId);
   const imported = wal && config.binlogDir !== undefined
     ? importBeanstalkd(config.binlogDir, nodeFiles, queue, wal, logWal, opts.log ?? logWal).then((o) =>
       o.kind === "failed" ? o.message : undefined
     )
     : Promise.resolve(undefined);
-  const service = new Service({
-    queue,
+  const service = new Service(queue, {
+    turns,
     verbose: config.verbose,
     host: opts.host ?? hostInfo(),
     ...(opts.log ? { log: opts.log } : {}),
     ...(opts.error ? { error: opts.error } : {}),
   });
-  const log = queue.wal;
   return {
     service,
     recoveredJobs: recovered?.jobs.length ?? 0,
     imported,
-    close: () => {
-      service.close();
-      log.close();
-    },
+    close: () => service.close(),
   };
 }

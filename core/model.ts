@@ -2,11 +2,12 @@
 // the Tube that holds it (ready and delayed heaps, buried list, waiting clients), the
 // Client (one connection as the engine sees it: used tube, watch list, reservations,
 // its wait) and the one intrusive List type that links them. They refer to each other,
-// so they live together: no import cycle between files. The heap type the tubes keep
-// their jobs in closes the file (beanstalkd's heap.c): a put ends here.
-import type { JobState } from "./wal.ts";
+// so they live together: no import cycle between files. The heaps the tubes keep their
+// jobs in are core/heap.ts (beanstalkd's heap.c).
+import type { EngineClient, JobState, WaitEnd, Wake } from "./engine.ts";
+import { Heap } from "./heap.ts";
 
-export type { JobState };
+export type { JobState, WaitEnd };
 
 /** Something that can be on one intrusive list at a time (its own links, no node objects). */
 export interface Linked<T> {
@@ -230,10 +231,8 @@ export class Tube {
 
 // ---- Client ------------------------------------------------------------------------
 
-/** How a wait in reserve ended, when it did not end with a job. */
-export type WaitEnd = "TIMED_OUT" | "DEADLINE_SOON";
-
-export class Client {
+/** One connection as the engine sees it. */
+export class Client implements EngineClient {
   use: Tube;
   /**
    * The watch list, an unordered multiset: removal moves the last entry into the gap (as
@@ -242,8 +241,6 @@ export class Client {
    */
   readonly watching: Tube[];
   readonly reserved = new List<Job>();
-  producer = false;
-  worker = false;
   /** Non-null while waiting in reserve: one node per watched tube. */
   waitNodes: WaitNode[] | null = null;
   /** Monotonic ms when the wait ends by timeout; Infinity for plain reserve. */
@@ -252,12 +249,20 @@ export class Client {
   wakeAt = Infinity;
   wakeSlot = -1;
   /** Called when a wait ends: with the reserved job, or the reason it ended without one. */
-  readonly onWake: (result: Job | WaitEnd) => void;
+  readonly onWake: Wake;
 
-  constructor(use: Tube, onWake: (result: Job | WaitEnd) => void) {
+  constructor(use: Tube, onWake: Wake) {
     this.use = use;
     this.watching = [use];
     this.onWake = onWake;
+  }
+
+  get usedTube(): string {
+    return this.use.name;
+  }
+
+  watchedTubes(): string[] {
+    return this.watching.map((t) => t.name);
   }
 
   get isWaiting(): boolean {
@@ -269,118 +274,5 @@ export class Client {
     let t = Infinity;
     for (let j = this.reserved.head; j; j = j.next) if (j.deadline < t) t = j.deadline;
     return t;
-  }
-}
-
-// ---- the heap ----------------------------------------------------------------------
-
-// An indexed binary min-heap: every item records its own position, so any item can be
-// removed in O(log n) (beanstalkd heap.c). Ties are broken by the caller's `less`
-// (for jobs: id), which makes the order total and deterministic.
-
-/** Reads and writes an item's slot number; -1 means "not in this heap". */
-export interface Slot<T> {
-  get(item: T): number;
-  set(item: T, index: number): void;
-}
-
-export class Heap<T> {
-  readonly #items: T[] = [];
-  readonly #less: (a: T, b: T) => boolean;
-  readonly #slot: Slot<T>;
-
-  constructor(less: (a: T, b: T) => boolean, slot: Slot<T>) {
-    this.#less = less;
-    this.#slot = slot;
-  }
-
-  get size(): number {
-    return this.#items.length;
-  }
-
-  /** Every item, in heap order (not sorted); for read-only scans such as the dashboard's. */
-  get items(): readonly T[] {
-    return this.#items;
-  }
-
-  /** The least item, without removing it. */
-  peek(): T | undefined {
-    return this.#items[0];
-  }
-
-  push(item: T): void {
-    const items = this.#items;
-    items.push(item);
-    this.#slot.set(item, items.length - 1);
-    this.#up(items.length - 1);
-  }
-
-  /** Remove and return the least item. */
-  pop(): T | undefined {
-    const top = this.#items[0];
-    if (top !== undefined) this.removeAt(0);
-    return top;
-  }
-
-  /** Remove an item known to be in this heap. */
-  remove(item: T): void {
-    const i = this.#slot.get(item);
-    if (i >= 0 && this.#items[i] === item) this.removeAt(i);
-  }
-
-  /** True when this exact item is in this heap. */
-  has(item: T): boolean {
-    const i = this.#slot.get(item);
-    return i >= 0 && this.#items[i] === item;
-  }
-
-  removeAt(i: number): void {
-    const items = this.#items;
-    const gone = items[i]!;
-    const last = items.pop()!;
-    this.#slot.set(gone, -1);
-    if (i === items.length) return;
-    items[i] = last;
-    this.#slot.set(last, i);
-    if (i > 0 && this.#less(last, items[(i - 1) >> 1]!)) this.#up(i);
-    else this.#down(i);
-  }
-
-  /** Items in heap (not sorted) order, for iteration that does not care about order. */
-  values(): readonly T[] {
-    return this.#items;
-  }
-
-  #up(i: number): void {
-    const items = this.#items;
-    const item = items[i]!;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      const parent = items[p]!;
-      if (!this.#less(item, parent)) break;
-      items[i] = parent;
-      this.#slot.set(parent, i);
-      i = p;
-    }
-    items[i] = item;
-    this.#slot.set(item, i);
-  }
-
-  #down(i: number): void {
-    const items = this.#items;
-    const n = items.length;
-    const item = items[i]!;
-    for (;;) {
-      let c = 2 * i + 1;
-      if (c >= n) break;
-      if (c + 1 < n && this.#less(items[c + 1]!, items[c]!)) c++;
-      const child = items[c]!;
-      if (!this.#less(child, item)) break;
-      items[i] = child;
-      this.#slot.set(child, i);
-      i = c;
-    }
-    items[i] = item;
-    this.#slot.set(item, i);
   }
 }

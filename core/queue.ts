@@ -1,142 +1,135 @@
-// The queue engine: every state change of jobs, tubes and waiting clients.
-// Pure TypeScript, no I/O: time comes from the injected clock, the binlog sits behind
-// the Wal interface, and the one timer lives with the caller (see tick()).
-import {
-  type Client,
-  deadlineBefore,
-  Heap,
-  Job,
-  jobMs,
-  readyBefore,
-  timeSlot,
-  type Tube,
-  type WaitEnd,
-} from "./model.ts";
+// The in-memory engine: every state change of jobs, tubes and waiting clients, kept in
+// this process, each change logged first when there is a write-ahead log (-b). It
+// implements core/engine.ts and answers every call at once (no promises). Time comes
+// from the injected clock, which also carries the one timer (core/schedule.ts); the log
+// sits behind the Wal interface, and the per-turn shared append is core/log_turn.ts.
+import { Client, Job, jobMs, readyBefore, type Tube } from "./model.ts";
 import { DEADLINE_SOON_MS, Waits } from "./waits.ts";
-import type { Clock } from "./clock.ts";
-import { Counters, type Gauges, type JobStats, type TubeStats } from "./stats.ts";
+import { type Clock, immediateTurns, systemClock, type Turns } from "./clock.ts";
+import type {
+  Engine,
+  EngineMetrics,
+  EngineStats,
+  JobList,
+  JobStats,
+  ListState,
+  PutResult,
+  Refusal,
+  Settling,
+  TubeSnapshot,
+  TubeStats,
+  Wake,
+} from "./engine.ts";
+import { jobGauges, jobStats, listJobs, tubeSnapshot, tubeStats } from "./stats.ts";
 import { Tubes } from "./tubes.ts";
 import { Records } from "./records.ts";
 import { type JobRecord, type JobState, noWal, type Wal } from "./wal.ts";
 import { DEFAULT_BINLOG_SIZE } from "./config.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "./histogram.ts";
-import * as upkeep from "./queue_upkeep.ts";
 import { JobTable } from "./job_table.ts";
+import { Schedule } from "./schedule.ts";
+import { LogTurn } from "./log_turn.ts";
 
 export { DEADLINE_SOON_MS };
-export type { Refusal } from "./queue_upkeep.ts";
+export type { Refusal };
 
 export interface QueueOptions {
   clock: Clock;
   /** Largest body accepted by put (-z), bytes. */
   maxJobSize?: number;
   wal?: Wal;
+  /** How the log's shared append waits for the end of a turn (default: setImmediate). */
+  turns?: Turns;
 }
 
-export class Queue {
+/**
+ * The in-memory engine for a {@linkcode Service}: jobs in this process only, as
+ * beanstalkd without -b (openService() adds the write-ahead log for -b).
+ *
+ * @example
+ * ```ts
+ * import { ManualClock, memoryEngine, Service } from "../mod.ts";
+ *
+ * const svc = new Service(memoryEngine({ clock: new ManualClock(), maxJobSize: 1024 }));
+ * svc.close();
+ * ```
+ */
+export function memoryEngine(opts: { clock?: Clock; maxJobSize?: number } = {}): Engine {
+  const clock = opts.clock ?? systemClock;
+  return new Queue(opts.maxJobSize === undefined ? { clock } : { clock, maxJobSize: opts.maxJobSize });
+}
+
+export class Queue implements Engine {
   readonly clock: Clock;
-  readonly counters = new Counters();
-  /** Queue latencies for the metrics port: ready -> reserved, reserved -> deleted (ms). */
-  readonly latency = {
-    readyToReserve: new Histogram(QUEUE_BOUNDS_MS),
-    reserveToDelete: new Histogram(QUEUE_BOUNDS_MS),
-  };
   readonly maxJobSize: number;
   readonly wal: Wal;
-  /** Drain mode (SIGUSR1): puts are refused from then on. */
-  draining = false;
-  /** Called with the new earliest deadline whenever one appears that is sooner than any before. */
-  onDeadline: ((atMs: number) => void) | undefined;
 
   readonly #jobs = new JobTable<Job>();
   readonly #tubes = new Tubes();
   readonly #records: Records;
-  /** Every delayed job, for promotion; every reserved job, for TTR expiry. */
-  readonly #delayed = new Heap<Job>(deadlineBefore, timeSlot);
-  readonly #ttr = new Heap<Job>(deadlineBefore, timeSlot);
-  readonly #waits = new Waits((atMs) => this.#schedule(atMs), (c, j, now) => this.#reserveFor(c, j, now));
+  readonly #schedule: Schedule;
+  readonly #waits: Waits;
   readonly #logging: boolean;
-  /** The same state and helpers, for the off-hot-path work in queue_upkeep.ts. */
-  readonly #parts: upkeep.QueueParts;
+  /** With a log: one append per turn for every connection's records. */
+  readonly #turn: LogTurn | undefined;
+  /** Queue latencies for the metrics port: ready -> reserved, reserved -> deleted (ms). */
+  readonly #readyToReserve = new Histogram(QUEUE_BOUNDS_MS);
+  readonly #reserveToDelete = new Histogram(QUEUE_BOUNDS_MS);
   #nextId = 1;
-  #armed = Infinity;
-  readonly #presence: upkeep.Presence = { connections: 0, producers: 0, workers: 0 };
+  #draining = false;
+  #totalJobs = 0;
+  #jobTimeouts = 0;
+  #closed = false;
 
   constructor(opts: QueueOptions) {
     this.clock = opts.clock;
     this.maxJobSize = opts.maxJobSize ?? 65535;
     this.wal = opts.wal ?? noWal(DEFAULT_BINLOG_SIZE);
     this.#logging = this.wal.logs;
+    this.#turn = this.#logging ? new LogTurn(this.wal, opts.turns ?? immediateTurns) : undefined;
     this.#records = new Records(opts.clock);
-    this.#parts = {
-      clock: this.clock,
-      wal: this.wal,
-      logging: this.#logging,
-      counters: this.counters,
-      presence: this.#presence,
-      jobs: this.#jobs,
-      tubes: this.#tubes,
-      delayed: this.#delayed,
-      ttr: this.#ttr,
-      waits: this.#waits,
-      unlink: (j) => this.#unlink(j),
-      reserveFor: (c, j, now) => this.#reserveFor(c, j, now),
-      markWorker: (c) => this.#markWorker(c),
-      serve: (tubes) => this.#serve(tubes),
-      schedule: (atMs) => this.#schedule(atMs),
-      logUpdate: (j, state, now, change) => this.#logUpdate(j, state, now, change),
-    };
+    this.#schedule = new Schedule(opts.clock, () => this.#tick());
+    this.#waits = new Waits((atMs) => this.#schedule.at(atMs), (c, j, now) => this.#reserveFor(c, j, now));
   }
 
   // ---- connections ----------------------------------------------------------------
 
-  connect(onWake: (result: Job | WaitEnd) => void): Client {
-    return upkeep.join(this.#parts, onWake);
+  connect(wake: Wake): Client {
+    const t = this.#tubes.default;
+    t.using++;
+    t.watching++;
+    return new Client(t, wake);
   }
 
   /** A connection closed: its reservations go straight back to ready (no counters move). */
   disconnect(c: Client): void {
-    upkeep.leave(this.#parts, c);
-  }
-
-  /** The connection sent a well-formed put line (it counts as a producer from then on). */
-  markProducer(c: Client): void {
-    if (!c.producer) {
-      c.producer = true;
-      this.#presence.producers++;
+    if (c.isWaiting) this.#waits.end(c);
+    const touched: Tube[] = [];
+    const now = this.clock.now();
+    for (let j = c.reserved.head; j; j = c.reserved.head) {
+      this.#unlink(j);
+      j.tube.pushReady(j, now);
+      if (!touched.includes(j.tube)) touched.push(j.tube);
     }
-  }
-
-  #markWorker(c: Client): void {
-    if (!c.worker) {
-      c.worker = true;
-      this.#presence.workers++;
+    c.use.using--;
+    this.#tubes.dropIfUnused(c.use);
+    for (const t of c.watching) {
+      t.watching--;
+      this.#tubes.dropIfUnused(t);
     }
+    c.watching.length = 0;
+    this.#serve(touched);
   }
 
   // ---- producing ------------------------------------------------------------------
 
-  /**
-   * Take the next job id. 1.12 takes it when it reads a put line, before the body:
-   * a put that is then abandoned, or whose body lacks its CRLF, still uses its id.
-   */
   takeId(): number {
     return this.#nextId++;
   }
 
-  /**
-   * Store a new job in the client's used tube. `body` includes its trailing CRLF. `id`
-   * is one from takeId() (the connection takes it at the put line), or the next one.
-   */
-  put(
-    c: Client,
-    pri: number,
-    delaySec: number,
-    ttrSec: number,
-    body: Uint8Array,
-    id = this.takeId(),
-  ): Job | "DRAINING" | "OUT_OF_MEMORY" {
-    if (this.draining) return "DRAINING";
+  /** Store a new job in the client's used tube. `body` includes its trailing CRLF. */
+  put(c: Client, pri: number, delaySec: number, ttrSec: number, body: Uint8Array, id = this.takeId()): Job | PutResult {
+    if (this.#draining) return "DRAINING";
     const now = this.clock.now();
     const tube = c.use;
     // ttr < 1 s is raised to 1 s, as 1.12 does.
@@ -150,7 +143,7 @@ export class Queue {
     }
     this.#jobs.set(j);
     tube.totalJobs++;
-    this.counters.totalJobs++;
+    this.#totalJobs++;
     if (delaySec > 0) this.#addDelayed(j);
     else {
       tube.pushReady(j, now);
@@ -161,13 +154,7 @@ export class Queue {
 
   // ---- consuming ------------------------------------------------------------------
 
-  /**
-   * reserve / reserve-with-timeout. Returns the job, DEADLINE_SOON or TIMED_OUT at once,
-   * or null when the client now waits (its onWake is called later).
-   * timeoutMs: Infinity for plain reserve; 0 answers at once.
-   */
-  reserve(c: Client, timeoutMs: number): Job | WaitEnd | null {
-    this.#markWorker(c);
+  reserve(c: Client, timeoutMs: number): Job | "TIMED_OUT" | "DEADLINE_SOON" | null {
     const now = this.clock.now();
     const soonest = c.soonestDeadline();
     const soon = soonest - DEADLINE_SOON_MS <= now;
@@ -190,18 +177,26 @@ export class Queue {
     return null;
   }
 
+  cancelWait(c: Client): void {
+    if (c.isWaiting) this.#waits.finish(c, "TIMED_OUT");
+  }
+
   /** reserve-job: any ready, delayed or buried job in any tube, ignoring pauses and drain. */
   reserveJob(c: Client, id: number): Job | undefined {
-    return upkeep.reserveJob(this.#parts, c, id);
+    const j = this.#jobs.get(id);
+    if (!j || j.state === "reserved") return undefined;
+    this.#unlink(j);
+    this.#reserveFor(c, j, this.clock.now());
+    return j;
   }
 
   /** Succeeds for a job reserved by c, or one that is ready, delayed or buried. */
-  delete(c: Client, id: number): "DELETED" | upkeep.Refusal {
+  delete(c: Client, id: number): "DELETED" | Refusal {
     const j = this.#jobs.get(id);
     if (!j || (j.state === "reserved" && j.owner !== c)) return "NOT_FOUND";
     const now = this.#logging || j.state === "reserved" ? this.clock.now() : 0;
     if (this.#logging && !this.#logUpdate(j, "deleted", now)) return "INTERNAL_ERROR";
-    if (j.state === "reserved") this.latency.reserveToDelete.observe(now - j.reservedAt);
+    if (j.state === "reserved") this.#reserveToDelete.observe(now - j.reservedAt);
     this.#unlink(j);
     this.#jobs.delete(id);
     j.tube.cmdDelete++;
@@ -209,7 +204,7 @@ export class Queue {
     return "DELETED";
   }
 
-  release(c: Client, id: number, pri: number, delaySec: number): "RELEASED" | upkeep.Refusal {
+  release(c: Client, id: number, pri: number, delaySec: number): "RELEASED" | Refusal {
     const j = this.#ownedBy(c, id);
     if (!j) return "NOT_FOUND";
     const now = this.clock.now();
@@ -236,7 +231,7 @@ export class Queue {
     return "RELEASED";
   }
 
-  bury(c: Client, id: number, pri: number): "BURIED" | upkeep.Refusal {
+  bury(c: Client, id: number, pri: number): "BURIED" | Refusal {
     const j = this.#ownedBy(c, id);
     if (!j) return "NOT_FOUND";
     const logged = !this.#logging || this.#logUpdate(j, "buried", this.clock.now(), (rec) => {
@@ -256,23 +251,38 @@ export class Queue {
   touch(c: Client, id: number): boolean {
     const j = this.#ownedBy(c, id);
     if (!j) return false;
-    this.#ttr.remove(j);
+    const ttr = this.#schedule.ttr;
+    ttr.remove(j);
     j.deadline = jobMs(this.clock.now() + j.ttrMs);
-    this.#ttr.push(j);
+    ttr.push(j);
     return true;
   }
 
   /** kick on the used tube: buried jobs if it has any (never delayed ones in the same call), else delayed. */
   kick(c: Client, bound: number): number | "INTERNAL_ERROR" {
-    return upkeep.kick(this.#parts, c, bound);
+    const t = c.use;
+    const fromBuried = t.buried.size > 0;
+    let n = 0;
+    while (n < bound) {
+      const j = fromBuried ? t.buried.head : t.delayed.peek();
+      if (!j) break;
+      if (!this.#kickOne(j)) return n > 0 ? n : "INTERNAL_ERROR";
+      n++;
+    }
+    if (n > 0 && t.waiting > 0) this.#serve([t]);
+    return n;
   }
 
   /** kick-job: a buried or delayed job in any tube. */
-  kickJob(id: number): "KICKED" | upkeep.Refusal {
-    return upkeep.kickJob(this.#parts, id);
+  kickJob(id: number): "KICKED" | Refusal {
+    const j = this.#jobs.get(id);
+    if (!j || (j.state !== "buried" && j.state !== "delayed")) return "NOT_FOUND";
+    if (!this.#kickOne(j)) return "INTERNAL_ERROR";
+    if (j.tube.waiting > 0) this.#serve([j.tube]);
+    return "KICKED";
   }
 
-  // ---- peeking --------------------------------------------------------------------
+  // ---- looking --------------------------------------------------------------------
 
   peek(id: number): Job | undefined {
     return this.#jobs.get(id);
@@ -288,38 +298,118 @@ export class Queue {
     return c.use.buried.head ?? undefined;
   }
 
-  // ---- tubes ----------------------------------------------------------------------
-
-  use(c: Client, name: string): Tube {
-    return this.#tubes.use(c, name);
+  statsJob(id: number): JobStats | undefined {
+    const j = this.#jobs.get(id);
+    return j && jobStats(j, this.clock.now(), this.wal.fileOf(id));
   }
 
-  /** Returns the watch count. */
-  watch(c: Client, name: string): number {
-    return this.#tubes.watch(c, name);
+  statsTube(name: string): TubeStats | undefined {
+    const t = this.#tubes.get(name);
+    return t && tubeStats(t, this.clock.now());
   }
 
-  /** Returns the watch count, or NOT_IGNORED when t is the only watched tube. Never creates a tube. */
-  ignore(c: Client, name: string): number | "NOT_IGNORED" {
-    return this.#tubes.ignore(c, name);
-  }
-
-  /** pause-tube; 0 s unpauses at once and serves waiting clients. False if no such tube. */
-  pauseTube(name: string, delaySec: number): boolean {
-    return upkeep.pauseTube(this.#parts, name, delaySec);
-  }
-
-  /** Every tube, in list-tubes order: read-only, for the metrics port and dashboard. */
-  tubeList(): readonly Tube[] {
-    return this.#tubes.all();
+  stats(): EngineStats {
+    return {
+      ...jobGauges(this.#tubes.all()),
+      tubes: this.#tubes.size,
+      waiting: this.#waits.count,
+      totalJobs: this.#totalJobs,
+      jobTimeouts: this.#jobTimeouts,
+      draining: this.#draining,
+      binlog: this.wal.stats(),
+    };
   }
 
   tubeNames(): string[] {
     return this.#tubes.all().map((t) => t.name);
   }
 
+  tubes(names: readonly string[]): TubeSnapshot[] {
+    const now = this.clock.now();
+    const out: TubeSnapshot[] = [];
+    for (const n of names) {
+      const t = this.#tubes.get(n);
+      if (t) out.push(tubeSnapshot(t, now));
+    }
+    return out;
+  }
+
+  listJobs(tube: string, state: ListState, limit: number): JobList | undefined {
+    const t = this.#tubes.get(tube);
+    return t && listJobs(t, state, limit, this.clock.now());
+  }
+
+  metrics(): EngineMetrics {
+    return { readyToReserve: this.#readyToReserve, reserveToDelete: this.#reserveToDelete, log: this.wal.health?.() };
+  }
+
+  // ---- tubes ----------------------------------------------------------------------
+
+  use(c: Client, name: string): void {
+    this.#tubes.use(c, name);
+  }
+
+  watch(c: Client, name: string): number {
+    return this.#tubes.watch(c, name);
+  }
+
+  /** Never creates a tube. */
+  ignore(c: Client, name: string): number | "NOT_IGNORED" {
+    return this.#tubes.ignore(c, name);
+  }
+
+  /** pause-tube; 0 s unpauses at once and serves waiting clients. False if no such tube. */
+  pauseTube(name: string, delaySec: number): boolean {
+    const t = this.#tubes.get(name);
+    if (!t) return false;
+    t.cmdPauseTube++;
+    if (delaySec === 0) {
+      t.pauseMs = t.unpauseAt = 0;
+      this.#tubes.paused.delete(t);
+      this.#serve([t]);
+    } else {
+      t.pauseMs = delaySec * 1000;
+      t.unpauseAt = this.clock.now() + t.pauseMs;
+      this.#tubes.paused.add(t);
+      this.#schedule.at(t.unpauseAt);
+    }
+    return true;
+  }
+
   hasTube(name: string): boolean {
     return this.#tubes.get(name) !== undefined;
+  }
+
+  // ---- the server -----------------------------------------------------------------
+
+  drain(): void {
+    this.#draining = true;
+  }
+
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** With a log, replies that show a change wait for the turn's one append (core/log_turn.ts). */
+  settle(s: Settling, changed: boolean, replies: boolean): boolean {
+    const turn = this.#turn;
+    // A batch that logged nothing waits too while a turn is under way: it may show a
+    // change those records describe (a reserve of a job just put).
+    if (turn === undefined || !(changed || (turn.pending && replies))) return false;
+    turn.join(s, changed);
+    return true;
+  }
+
+  /** @internal For tests: the log's per-turn append (undefined without a log). */
+  get logTurn(): LogTurn | undefined {
+    return this.#turn;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#schedule.stop();
+    this.wal.close();
   }
 
   // ---- time -----------------------------------------------------------------------
@@ -327,34 +417,48 @@ export class Queue {
   /**
    * Do everything that is due: promote delayed jobs, expire TTRs, end pauses, wake
    * waiting clients. Returns when the next thing falls due (monotonic ms, or Infinity).
+   * The one timer calls it; tests may too.
    */
   tick(): number {
-    return (this.#armed = upkeep.tick(this.#parts));
+    return this.#tick();
   }
 
   /** When tick() next has work (monotonic ms), or Infinity. */
   nextDue(): number {
-    return upkeep.nextDue(this.#parts);
+    let t = Math.min(this.#schedule.nextDeadline, this.#waits.nextWake());
+    for (const p of this.#tubes.paused) if (p.unpauseAt < t) t = p.unpauseAt;
+    return t;
   }
 
-  /** End a client's wait without a job (its peer half-closed): TIMED_OUT. */
-  cancelWait(c: Client): void {
-    if (c.isWaiting) this.#waits.finish(c, "TIMED_OUT");
-  }
-
-  // ---- stats ----------------------------------------------------------------------
-
-  statsJob(id: number): JobStats | undefined {
-    return upkeep.statsJob(this.#parts, id);
-  }
-
-  statsTube(name: string): TubeStats | undefined {
-    return upkeep.statsTube(this.#parts, name);
-  }
-
-  /** The gauges of `stats`. */
-  gauges(): Gauges {
-    return upkeep.gauges(this.#parts);
+  #tick(): number {
+    const now = this.clock.now();
+    const touched = new Set<Tube>();
+    const { delayed, ttr } = this.#schedule;
+    for (let j = delayed.peek(); j && j.deadline <= now; j = delayed.peek()) {
+      this.#unlink(j);
+      j.tube.pushReady(j, now);
+      touched.add(j.tube);
+    }
+    // Released at now >= deadline: 1.12 can miss a job whose timer fires in the same
+    // microsecond as its deadline and leave it reserved indefinitely (#262, #380).
+    for (let j = ttr.peek(); j && j.deadline <= now; j = ttr.peek()) {
+      this.#unlink(j);
+      j.timeouts++;
+      this.#jobTimeouts++;
+      j.tube.pushReady(j, now);
+      touched.add(j.tube);
+    }
+    for (const t of this.#tubes.paused) {
+      if (t.unpauseAt <= now) {
+        t.pauseMs = t.unpauseAt = 0;
+        this.#tubes.paused.delete(t);
+        touched.add(t);
+      }
+    }
+    if (touched.size > 0) this.#serve([...touched]);
+    const walIn = this.#logging ? this.wal.tick(now) : undefined;
+    this.#waits.wakeDue(now);
+    return walIn === undefined ? this.nextDue() : Math.min(this.nextDue(), now + walIn);
   }
 
   // ---- restart --------------------------------------------------------------------
@@ -391,13 +495,13 @@ export class Queue {
         break;
       case "delayed":
         t.delayed.remove(j);
-        this.#delayed.remove(j);
+        this.#schedule.delayed.remove(j);
         break;
       case "buried":
         t.buried.remove(j);
         break;
       case "reserved":
-        this.#ttr.remove(j);
+        this.#schedule.ttr.remove(j);
         j.owner!.reserved.remove(j);
         j.owner = null;
         t.reserved--;
@@ -407,12 +511,21 @@ export class Queue {
 
   #addDelayed(j: Job): void {
     j.tube.delayed.push(j);
-    this.#delayed.push(j);
-    this.#schedule(j.deadline);
+    this.#schedule.delayed.push(j);
+    this.#schedule.at(j.deadline);
+  }
+
+  #kickOne(j: Job): boolean {
+    const now = this.clock.now();
+    if (this.#logging && !this.#logUpdate(j, "ready", now, (rec) => rec.kicks++)) return false;
+    this.#unlink(j);
+    j.kicks++;
+    j.tube.pushReady(j, now);
+    return true;
   }
 
   #reserveFor(c: Client, j: Job, now: number): void {
-    if (j.state === "ready") this.latency.readyToReserve.observe(now - j.deadline);
+    if (j.state === "ready") this.#readyToReserve.observe(now - j.deadline);
     j.reservedAt = jobMs(now);
     j.state = "reserved";
     j.owner = c;
@@ -420,8 +533,8 @@ export class Queue {
     j.reserves++;
     j.tube.reserved++;
     c.reserved.push(j);
-    this.#ttr.push(j);
-    this.#schedule(j.deadline);
+    this.#schedule.ttr.push(j);
+    this.#schedule.at(j.deadline);
   }
 
   /** Hand ready jobs of these tubes to their waiting clients (see Waits.serve). */
@@ -448,15 +561,8 @@ export class Queue {
   #logged(ok: boolean, now: number): boolean {
     if (ok) {
       const inMs = this.wal.tick(now);
-      if (inMs !== undefined) this.#schedule(now + inMs);
+      if (inMs !== undefined) this.#schedule.at(now + inMs);
     }
     return ok;
-  }
-
-  #schedule(atMs: number): void {
-    if (atMs < this.#armed) {
-      this.#armed = atMs;
-      this.onDeadline?.(atMs);
-    }
   }
 }

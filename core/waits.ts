@@ -2,7 +2,8 @@
 // job comes (handed over by serve()), its timeout passes (TIMED_OUT) or one of its
 // reservations nears its TTR (DEADLINE_SOON). This file owns the wake heap and the
 // count of waiting clients; the queue owns the jobs and hands them over through `give`.
-import { type Client, Heap, type Job, readyBefore, type Tube, type WaitEnd } from "./model.ts";
+import { type Client, type Job, readyBefore, type Tube, type WaitEnd } from "./model.ts";
+import { Heap } from "./heap.ts";
 
 /** DEADLINE_SOON is due this long before a reservation's TTR ends. */
 export const DEADLINE_SOON_MS = 1000;

@@ -1,10 +1,10 @@
 // The boundary between the queue engine and the write-ahead log (binlog).
 // The engine speaks in JobRecords (plain data, wall-clock times); the log decides
 // files, checksums, rotation and compaction. Without -b the engine uses NO_WAL.
-import type { Histogram } from "./histogram.ts";
+import type { JobState, LogHealth, LogStats } from "./engine.ts";
 
 /** Job states as the protocol names them; "deleted" exists only in the log. */
-export type JobState = "ready" | "reserved" | "delayed" | "buried";
+export type { JobState };
 
 /** Everything the log needs to rebuild one job after a restart. */
 export interface JobRecord {
@@ -94,13 +94,7 @@ export interface Wal {
   /** True when replies must wait for synced() (the durable-ack mode). */
   readonly durableAcks: boolean;
   /** Values for the stats keys binlog-*. */
-  stats(): {
-    oldestIndex: number;
-    currentIndex: number;
-    maxSize: number;
-    recordsWritten: number;
-    recordsMigrated: number;
-  };
+  stats(): LogStats;
   /** Write what is pending, fsync, release files and the lock. */
   close(): void;
   /** Absent for the log that writes nothing. */
@@ -108,18 +102,7 @@ export interface Wal {
 }
 
 /** The log's health, for the metrics port. */
-export interface WalHealth {
-  /** Bytes appended to log files since start (records, headers, id reservations). */
-  bytesWritten: number;
-  /** Log files on disk now. */
-  files: number;
-  /** Failed writes and failed fsyncs since start. */
-  diskErrors: number;
-  /** False after a failed write or fsync, until a later one succeeds (/readyz). */
-  writable: boolean;
-  /** Duration of each fsync round (ms). */
-  fsync: Histogram;
-}
+export type WalHealth = LogHealth;
 
 /** The log when -b is not given: nothing touches the disk. */
 export function noWal(maxSize: number): Wal {

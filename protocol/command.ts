@@ -2,7 +2,7 @@
 // them (prefixes, in its order), arguments with small strict readers. Parsing writes
 // into one reusable Command, so a line costs no allocation unless it names a tube.
 
-import { CMD_KEYS } from "../core/stats.ts";
+import { CMD_KEYS } from "./counters.ts";
 
 export const OP = {
   BAD_FORMAT: 0,

@@ -1,4 +1,4 @@
-// One client connection: parser -> command -> queue -> reply, with back-pressure.
+// One client connection: parser -> command -> engine -> reply, with back-pressure.
 // Runtime-neutral: every adapter speaks to it through three calls, push(chunk) for bytes
 // (the chunk may be reused once push() returns), eof() for a half-close and abort() for a
 // dead socket, and gives it a Transport to write to. The parser is the connection's own:
@@ -6,19 +6,19 @@
 //
 // Flow control, both ways: while OUT_HIGH bytes of replies or more wait to be written
 // (even within one batch of commands: a read may hold thousands of pipelined peeks),
-// or while the client waits in reserve, or while replies wait for the binlog (the
-// turn's append, see log_turn.ts, and with durable acks the fsync), no further
-// commands are processed; `wantsInput` turns false, so the adapter stops reading,
+// or while the client waits in reserve, or an engine answer is pending, or replies
+// wait for the engine to settle them (the log's shared append and, with durable acks,
+// its fsync: core/log_turn.ts), no further commands are processed; `wantsInput` turns false, so the adapter stops reading,
 // except during a reserve or a wait for the log, where reading goes on up to
 // WAIT_READ_MAX without processing. A client that pipelines and never reads stalls on its own TCP window,
 // holding at most about OUT_HIGH of replies (bigger job bodies are held by reference,
-// not copied: see Output in dispatch.ts); server memory per connection stays bounded.
+// not copied: see Output in reply.ts); server memory per connection stays bounded.
 import { BODY, LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "./parser.ts";
-import { type ConnectionContext, dispatch, putBody, R, reserved, Session } from "./dispatch.ts";
-import type { Job, WaitEnd } from "../core/model.ts";
+import { type ConnectionContext, dispatch, putBody, Session, STEP, type Step, woken } from "./dispatch.ts";
+import { R } from "./reply.ts";
+import type { JobOut, Settling, WaitEnd } from "../core/engine.ts";
+import type { Turns } from "../core/clock.ts";
 import { assertNever } from "./never.ts";
-import { afterIO } from "./yield.ts";
-import type { LogTurn, LogTurnMember } from "./log_turn.ts";
 
 /** Where a connection's replies go. */
 export interface Transport {
@@ -56,8 +56,8 @@ const DISCARD_PAUSE_MS = 1;
 
 /** The server a connection belongs to: the commands' context, plus its bookkeeping of connections. */
 export interface ConnectionOwner extends ConnectionContext {
-  /** With a log: where batches that logged wait for the turn's one append. */
-  readonly logTurn: LogTurn | undefined;
+  /** How a busy connection lets the others have a turn (afterIO). */
+  readonly turns: Turns;
   nextConnectionId(): number;
   /** The connection has closed. */
   forget(c: Connection): void;
@@ -69,30 +69,41 @@ export class Connection {
 
   readonly #owner: ConnectionOwner;
   readonly #parser: Parser;
-  /** What the commands share with this loop: client, output, flags (see dispatch.ts). */
+  /** What the commands keep between calls: the engine's client, the output (see dispatch.ts). */
   readonly #s: Session;
   readonly #transport: Transport;
   /** Made on first use of `done`: most adapters never ask, and a promise with its resolver costs ~220 bytes per idle connection. */
   #done: Promise<void> | undefined;
   #resolveDone: (() => void) | undefined;
   #writing = false;
-  #syncing = false;
+  /** This batch's replies wait for the engine to settle them (Engine.settle). */
+  #settling = false;
   #closed = false;
   #inputPaused = false;
   #continueQueued = false;
   /** Discarding garbage: no input until DISCARD_PAUSE_MS has passed. */
   #paced = false;
-  /** The batch waiting in a LogTurn logged something (else it waits only for the append). */
-  #batchLogged = false;
-  /** This connection as a LogTurn member, made the first time it joins one. */
-  #member: LogTurnMember | undefined;
+  /** quit was read (or the input ended): close once the replies are out. */
+  #quit = false;
+  /** The client waits in reserve. */
+  #waiting = false;
+  /** An engine answer is pending: nothing else is processed until it comes. */
+  #pending = false;
+  /** A wait in reserve ended before the pending answer that began it said it waits. */
+  #wokeEarly = false;
+  /** The peer half-closed its sending side. */
+  #eof = false;
+  /** A command of this batch changed something: its replies wait for the engine (settle). */
+  #changed = false;
+  /** This connection as the engine's Settling, made the first time a batch waits. */
+  #settlingAs: Settling | undefined;
 
   constructor(owner: ConnectionOwner, transport: Transport) {
     this.#owner = owner;
     this.#parser = new Parser(undefined, owner.bodies);
     this.#transport = transport;
-    const client = owner.queue.connect((r) => this.#wake(r));
-    this.#s = new Session(owner, this.#parser, client, owner.nextConnectionId());
+    const client = owner.engine.connect((r) => this.#wake(r));
+    this.#s = new Session(owner, client, owner.nextConnectionId());
   }
 
   /** A number for log lines (1.12 prints the fd). */
@@ -114,10 +125,10 @@ export class Connection {
 
   /** Whether the adapter should read more now. */
   get wantsInput(): boolean {
-    const want = !this.#closed && !this.#s.quit && !this.#s.eof && !this.#paced &&
-      (this.#s.waiting
-        ? !this.#syncing && this.#parser.buffered < WAIT_READ_MAX
-        : this.#syncing && this.#s.out.size < OUT_HIGH
+    const want = !this.#closed && !this.#quit && !this.#eof && !this.#paced &&
+      (this.#waiting || this.#pending
+        ? !this.#settling && this.#parser.buffered < WAIT_READ_MAX
+        : this.#settling && this.#s.out.size < OUT_HIGH
         ? this.#parser.buffered < WAIT_READ_MAX
         : !this.#stalled);
     if (!want) this.#inputPaused = true;
@@ -130,7 +141,7 @@ export class Connection {
   }
 
   get #stalled(): boolean {
-    return this.#s.waiting || this.#syncing || this.#s.out.size >= OUT_HIGH;
+    return this.#waiting || this.#pending || this.#settling || this.#s.out.size >= OUT_HIGH;
   }
 
   /** Bytes from the client: take them in and process what is complete. */
@@ -148,9 +159,9 @@ export class Connection {
 
   /** The peer closed its sending side. A waiting reserve answers TIMED_OUT (as 1.12). */
   eof(): void {
-    if (this.#closed || this.#s.eof) return;
-    this.#s.eof = true;
-    if (this.#s.waiting) this.#s.queue.cancelWait(this.#s.client);
+    if (this.#closed || this.#eof) return;
+    this.#eof = true;
+    if (this.#waiting) this.#s.engine.cancelWait(this.#s.client);
     this.#run();
   }
 
@@ -170,80 +181,116 @@ export class Connection {
   #process(): void {
     if (this.#closed) return;
     const p = this.#parser;
-    while (!this.#stalled && !this.#s.quit) {
+    const s = this.#s;
+    while (!this.#stalled && !this.#quit) {
       const ev = p.next();
       if (ev === NEED_MORE) break;
+      let step: Step | Promise<Step> = STEP.NEXT;
       try {
         switch (ev) {
           case LINE:
-            dispatch(this.#s, p.lineBuf, p.lineStart, p.lineEnd);
+            step = dispatch(s, p.lineBuf, p.lineStart, p.lineEnd);
             break;
           case BODY:
-            putBody(this.#s, p.body);
+            step = putBody(s, p.body);
             break;
           case OVERLONG:
-            this.#s.out.bytes(R.BAD_FORMAT);
+            s.out.bytes(R.BAD_FORMAT);
             break;
           case SKIPPED:
-            this.#s.out.bytes(R.JOB_TOO_BIG);
+            s.out.bytes(R.JOB_TOO_BIG);
             break;
           default:
             assertNever(ev);
         }
       } catch (e) {
-        // Exceptions are bugs: answer INTERNAL_ERROR, log, keep serving.
-        this.#owner.error(`internal error: ${e instanceof Error ? e.stack ?? e.message : e}`);
-        this.#s.out.bytes(R.INTERNAL_ERROR);
+        this.#internalError(e);
       }
+      if (typeof step === "number") this.#step(step);
+      else this.#await(step);
     }
-    if (this.#s.eof && !this.#stalled) this.#s.quit = true;
-    // Replies already waiting for the log (nothing was processed meanwhile).
-    if (this.#syncing) return;
-    const logged = this.#s.logged;
-    this.#s.logged = false;
-    const turn = this.#owner.logTurn;
-    if (turn && (logged || (turn.pending && this.#s.out.size > 0))) {
-      // The log batches: this batch's replies wait until its records are written,
-      // with one append for every connection that logged in this turn (LogTurn).
-      // A batch that logged nothing waits too while a turn is under way: it may show
-      // a change those records describe (a reserve of a job just put).
-      this.#syncing = true;
-      this.#batchLogged = logged;
-      turn.join(this.#member ??= { logged: (ok) => this.#logged(ok) });
+    if (this.#eof && !this.#stalled) this.#quit = true;
+    // Replies already waiting for the engine, or a pending answer (settled when it comes).
+    if (this.#settling || this.#pending) return;
+    const changed = this.#changed;
+    this.#changed = false;
+    if (
+      this.#s.engine.settle(
+        this.#settlingAs ??= { settled: (ok, why) => this.#settled(ok, why) },
+        changed,
+        this.#s.out.size > 0,
+      )
+    ) {
+      this.#settling = true;
       return;
     }
     this.#flush();
   }
 
-  /** The turn's append is done: send this batch's replies, or drop the connection. */
-  #logged(ok: boolean): void {
-    if (this.#closed) return;
-    if (!ok) {
-      // Not in the log: send none of this batch's replies and drop the connection.
-      // The client sees a disconnect, never a false acknowledgement. The batch's
-      // changes are applied in memory but not on disk, which is acceptable because
-      // none of them was acknowledged (they may vanish on a restart).
-      this.#owner.error(
-        `binlog write failed: dropping connection ${this.#s.id} without replying to its last commands`,
-      );
-      this.#close();
-      return;
+  /** Act on what a command said comes next. */
+  #step(step: Step): void {
+    switch (step) {
+      case STEP.NEXT:
+        return;
+      case STEP.CHANGED:
+        this.#changed = true;
+        return;
+      case STEP.QUIT:
+        this.#quit = true;
+        return;
+      case STEP.WAIT:
+        if (this.#wokeEarly) this.#wokeEarly = false; // the wait is over already
+        // A reserve read after the peer half-closed can never be answered by a job.
+        else if (this.#eof) this.#s.engine.cancelWait(this.#s.client);
+        else this.#waiting = true;
+        return;
+      case STEP.BODY:
+        return this.#parser.expectBody(this.#s.cmd.n + 2);
+      case STEP.SKIP:
+        return this.#parser.skip(this.#s.cmd.n + 2);
+      default:
+        assertNever(step);
     }
-    const wal = this.#s.queue.wal;
-    if (!this.#batchLogged || !wal.durableAcks) return this.#resume();
-    // Durable acks: nothing goes out until the log is on disk; one fsync serves
-    // every connection that logged something in this turn (group commit).
-    wal.synced().then(
-      () => this.#resume(),
+  }
+
+  /** An engine answer comes later: process nothing else until it is here and replied to. */
+  #await(step: Promise<Step>): void {
+    this.#pending = true;
+    step.then(
+      (st) => {
+        this.#pending = false;
+        if (!this.#closed) this.#step(st);
+        this.#continue();
+      },
       (e) => {
-        this.#owner.error(`binlog sync failed: ${e}`);
-        this.#close();
+        this.#pending = false;
+        this.#internalError(e);
+        this.#continue();
       },
     );
   }
 
-  #resume(): void {
-    this.#syncing = false;
+  /** Exceptions are bugs (an engine's failures included): answer INTERNAL_ERROR, log, keep serving. */
+  #internalError(e: unknown): void {
+    this.#owner.error(`internal error: ${e instanceof Error ? e.stack ?? e.message : e}`);
+    this.#s.out.bytes(R.INTERNAL_ERROR);
+  }
+
+  /** The engine let this batch's replies go (ok), or lost what they acknowledge: drop the connection. */
+  #settled(ok: boolean, why?: string): void {
+    if (this.#closed) return;
+    if (!ok) {
+      // Send none of this batch's replies and drop the connection: the client sees a
+      // disconnect, never a false acknowledgement. The batch's changes may be applied
+      // in memory but not on disk, which is acceptable because none of them was
+      // acknowledged (they may vanish on a restart).
+      this.#owner.error(
+        `${why ?? "engine failed"}: dropping connection ${this.#s.id} without replying to its last commands`,
+      );
+      this.#close();
+      return;
+    }
+    this.#settling = false;
     this.#flush();
     this.#continue();
   }
@@ -263,7 +310,7 @@ export class Connection {
       this.#run();
       this.#resumeInput();
     };
-    if (afterOthers) afterIO(go);
+    if (afterOthers) this.#owner.turns.afterIO(go);
     else queueMicrotask(go);
   }
 
@@ -275,23 +322,25 @@ export class Connection {
     }
   }
 
-  /** The queue ended this client's wait (a job, a timeout, DEADLINE_SOON). */
-  #wake(r: Job | WaitEnd): void {
-    reserved(this.#s, r);
-    if (this.#s.waiting) {
-      this.#s.waiting = false;
+  /** The engine ended this client's wait (a job, a timeout, DEADLINE_SOON). */
+  #wake(r: JobOut | WaitEnd): void {
+    woken(this.#s.out, r);
+    if (this.#waiting) {
+      this.#waiting = false;
       this.#continue();
+    } else if (this.#pending) {
+      this.#wokeEarly = true; // the reserve's answer (a wait) is still on its way
     }
   }
 
   // ---- output ----------------------------------------------------------------------
 
   #flush(): void {
-    // While the batch waits for its fsync (durable acks), nothing goes out, not even
-    // when an earlier write completes: #out holds that batch's replies.
-    if (this.#writing || this.#closed || this.#syncing) return;
+    // While the batch waits for the engine (the log's append, its fsync), nothing goes
+    // out, not even when an earlier write completes: the output holds that batch's replies.
+    if (this.#writing || this.#closed || this.#settling) return;
     if (this.#s.out.size === 0) {
-      if (this.#s.quit) this.#close();
+      if (this.#quit) this.#close();
       return;
     }
     this.#write(this.#s.out.take(), 0);
@@ -319,7 +368,7 @@ export class Connection {
     }
     this.#s.out.release();
     if (this.#s.out.size > 0) return this.#flush();
-    if (this.#s.quit) return this.#close();
+    if (this.#quit) return this.#close();
     if (this.#parser.buffered > 0 || this.#inputPaused) this.#continue(true);
     else this.#s.out.idle();
   }
@@ -327,7 +376,10 @@ export class Connection {
   #close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#s.queue.disconnect(this.#s.client);
+    this.#s.engine.disconnect(this.#s.client);
+    const counters = this.#owner.counters;
+    if (this.#s.producer) counters.producers--;
+    if (this.#s.worker) counters.workers--;
     this.#owner.forget(this);
     try {
       this.#transport.close();

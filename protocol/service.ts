@@ -1,29 +1,18 @@
-// The server without sockets: one queue, its one timer, and the open connections.
-// Adapters (server.ts) accept sockets and hand each to connect().
-import { Queue } from "../core/queue.ts";
-import type { Clock } from "../core/clock.ts";
-import { systemClock } from "../core/clock.ts";
-import type { Wal } from "../core/wal.ts";
+// The server without sockets: an engine, and the open connections on it. Adapters
+// (server.ts) accept sockets and hand each to connect().
+import type { Engine } from "../core/engine.ts";
+import { immediateTurns, type Turns } from "../core/clock.ts";
 import { Connection, type Transport } from "./connection.ts";
 import { type HostInfo, randomId, UNKNOWN_HOST } from "./host.ts";
 import type { ServerFacts } from "./yaml.ts";
 import { BodyArena } from "./arena.ts";
-import { LogTurn } from "./log_turn.ts";
+import { Counters } from "./counters.ts";
 
 /** What `stats` reports as version: the protocol level we reproduce, so clients that check it keep working. */
 export const PROTOCOL_VERSION = "1.12";
 
-/** The longest the one timer sleeps (1.12 wakes at least hourly too). */
-const MAX_SLEEP_MS = 3_600_000;
-
 /** How a {@linkcode Service} is set up; every field is optional. */
 export interface ServiceOptions {
-  /** Time for deadlines and stats; default: the system clock ({@linkcode ManualClock} in tests). */
-  clock?: Clock;
-  /** Largest job body accepted, bytes (-z). Default 65535. */
-  maxJobSize?: number;
-  /** @internal The write-ahead log (openService in adapters/open.ts wires it up from -b). */
-  wal?: Wal;
   /** -V count: 1 logs connections, 2 also commands. */
   verbose?: number;
   /** Where log lines go (default: console.log / console.error). */
@@ -32,20 +21,25 @@ export interface ServiceOptions {
   error?: (line: string) => void;
   /** Facts for `stats` (pid, hostname, ...): adapters/host_node.ts hostInfo() reads the real ones. Default: UNKNOWN_HOST. */
   host?: HostInfo;
-  /** @internal An existing queue to serve (e.g. one restored from the binlog). */
-  queue?: Queue;
+  /**
+   * How busy connections let others have a turn: adapters/turns.ts runtimeTurns() gives
+   * the right one for this runtime (Deno needs its own). Default: setImmediate.
+   */
+  turns?: Turns;
 }
 
 /**
- * The server without sockets: one queue, its one timer, and the open connections. Hand
+ * The server without sockets: an engine (the jobs) and the open connections on it. Hand
  * it to {@linkcode listen} for this runtime's TCP/UNIX sockets, or to
- * {@linkcode serveStreams} for any pair of web streams.
+ * {@linkcode serveStreams} for any pair of web streams. Build the engine with
+ * {@linkcode memoryEngine} (or let {@linkcode openService} build it from flags); the
+ * service owns it from then on, and close() closes it.
  *
  * @example Serve one in-memory connection
  * ```ts
- * import { serveStreams, Service } from "../mod.ts";
+ * import { memoryEngine, serveStreams, Service } from "../mod.ts";
  *
- * const svc = new Service();
+ * const svc = new Service(memoryEngine());
  * const input = new Blob(["put 0 0 60 5\r\nhello\r\nquit\r\n"]).stream();
  * const replies: string[] = [];
  * const output = new WritableStream<Uint8Array>({ write: (c) => void replies.push(new TextDecoder().decode(c)) });
@@ -56,7 +50,9 @@ export interface ServiceOptions {
  */
 export class Service {
   /** @internal */
-  readonly queue: Queue;
+  readonly engine: Engine;
+  /** @internal Commands, connections, producers and workers seen by this server. */
+  readonly counters = new Counters();
   /** @internal */
   readonly facts: ServerFacts;
   /** @internal */
@@ -66,34 +62,29 @@ export class Service {
   /** @internal */
   readonly error: (line: string) => void;
   /** @internal */
+  readonly turns: Turns;
+  /** @internal */
   readonly connections = new Set<Connection>();
   readonly #arena = new BodyArena();
   /** @internal Allocates job bodies for every connection (see BodyArena). */
   readonly bodies = (n: number): Uint8Array => this.#arena.alloc(n);
   /** @internal Output buffers of idle connections, for busy ones to take (see ConnectionContext). */
   readonly spareBuffers: Uint8Array[] = [];
-  /** @internal With -b: one append per turn for every connection's records (see LogTurn). */
-  readonly logTurn: LogTurn | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  #timerAt = Infinity;
   #lastId = 0;
 
-  /** A service with a new empty queue (or `opts.queue`). */
-  constructor(opts: ServiceOptions = {}) {
-    const clock = opts.clock ?? systemClock;
-    this.queue = opts.queue ?? new Queue({
-      clock,
-      ...(opts.maxJobSize !== undefined ? { maxJobSize: opts.maxJobSize } : {}),
-      ...(opts.wal ? { wal: opts.wal } : {}),
-    });
-    this.logTurn = this.queue.wal.logs ? new LogTurn(this.queue.wal) : undefined;
-    this.facts = { host: opts.host ?? UNKNOWN_HOST, id: randomId(), version: PROTOCOL_VERSION, startedAt: clock.now() };
+  /** A service on `engine` (it owns it from now on). */
+  constructor(engine: Engine, opts: ServiceOptions = {}) {
+    this.engine = engine;
+    this.facts = {
+      host: opts.host ?? UNKNOWN_HOST,
+      id: randomId(),
+      version: PROTOCOL_VERSION,
+      startedAt: engine.clock.now(),
+    };
     this.verbose = opts.verbose ?? 0;
     this.log = opts.log ?? ((l) => console.log(l));
     this.error = opts.error ?? ((l) => console.error(l));
-    this.queue.onDeadline = (at) => this.#arm(at);
-    const due = this.queue.nextDue();
-    if (due < Infinity) this.#arm(due);
+    this.turns = opts.turns ?? immediateTurns;
   }
 
   /**
@@ -104,6 +95,8 @@ export class Service {
   connect(transport: Transport, peer?: string): Connection {
     const c = new Connection(this, transport);
     this.connections.add(c);
+    this.counters.connections++;
+    this.counters.totalConnections++;
     if (this.verbose > 0) this.log(peer === undefined ? `accept ${c.id}` : `accept ${c.id} ${peer}`);
     return c;
   }
@@ -116,36 +109,23 @@ export class Service {
   /** @internal */
   forget(c: Connection): void {
     this.connections.delete(c);
+    this.counters.connections--;
     if (this.verbose > 0) this.log(`close ${c.id}`);
+  }
+
+  /** @internal Settles once the event loop has polled the sockets (Turns.afterIO): lets other connections go first. */
+  afterIO(): Promise<void> {
+    return new Promise((resolve) => this.turns.afterIO(resolve));
   }
 
   /** Drain mode (SIGUSR1): from now on every put is answered DRAINING. */
   drain(): void {
-    this.queue.draining = true;
+    this.engine.drain();
   }
 
-  /** Close every connection and stop the timer. */
+  /** Close every connection, then the engine (its timer; with -b, the log: write, fsync, unlock). */
   close(): void {
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-    this.queue.onDeadline = undefined;
     for (const c of [...this.connections]) c.abort();
+    this.engine.close();
   }
-
-  /** One timer for every deadline: armed for the earliest, re-armed by each tick. */
-  #arm(at: number): void {
-    if (at >= this.#timerAt) return;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timerAt = at;
-    const ms = Math.min(Math.max(0, at - this.queue.clock.now()), MAX_SLEEP_MS);
-    this.#timer = setTimeout(this.#fire, Math.ceil(ms));
-  }
-
-  #fire = (): void => {
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-    const next = this.queue.tick();
-    if (next < Infinity) this.#arm(next);
-  };
 }

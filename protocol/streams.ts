@@ -7,7 +7,6 @@
 // holds while a read is pending (a reserve answered by another client's put).
 import type { Service } from "./service.ts";
 import type { Connection } from "./connection.ts";
-import { yieldToIO } from "./yield.ts";
 
 /** First read size per connection (small: idle connections should cost little). */
 const MIN_READ = 1024;
@@ -31,9 +30,9 @@ export interface StreamPair {
  *
  * @example
  * ```ts
- * import { serveStreams, Service } from "../mod.ts";
+ * import { memoryEngine, serveStreams, Service } from "../mod.ts";
  *
- * const svc = new Service();
+ * const svc = new Service(memoryEngine());
  * const chunks: Uint8Array[] = [];
  * await serveStreams(svc, {
  *   readable: new Blob(["use jobs\r\n"]).stream(),
@@ -98,7 +97,7 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
       }
       // A read that filled the whole buffer means more is queued: let other
       // connections run before taking the next one, so a flood cannot starve them.
-      if (full) await yieldToIO();
+      if (full) await svc.afterIO();
     }
     conn.eof();
     await conn.done;

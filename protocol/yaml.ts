@@ -4,9 +4,8 @@
 // always does. Both matter to real clients: jackd parses YAML and reads 1.12's
 // `os: #1 SMP ...` as a comment, while greenstalk splits lines at ": " and keeps quotes
 // as part of the value (1.13's `tube: "default"` reaches its users as `"default"`).
-import type { JobStats, TubeStats } from "../core/stats.ts";
-import { CMD_KEYS } from "../core/stats.ts";
-import type { Queue } from "../core/queue.ts";
+import type { EngineStats, JobStats, TubeStats } from "../core/engine.ts";
+import { CMD_KEYS, type Counters } from "./counters.ts";
 import type { HostInfo } from "./host.ts";
 
 /** Quote a string for YAML: printable ASCII kept, the rest escaped. */
@@ -57,10 +56,9 @@ export interface ServerFacts {
   startedAt: number;
 }
 
-export function statsYaml(q: Queue, f: ServerFacts): string {
-  const g = q.gauges();
-  const c = q.counters;
-  const w = q.wal.stats();
+/** `stats`: the engine's jobs and tubes, this server's counters and facts; `now` monotonic ms. */
+export function statsYaml(g: EngineStats, c: Counters, f: ServerFacts, maxJobSize: number, now: number): string {
+  const w = g.binlog;
   const cpu = f.host.cpu();
   let y = "---\n";
   y += `current-jobs-urgent: ${g.urgent}\n`;
@@ -69,26 +67,26 @@ export function statsYaml(q: Queue, f: ServerFacts): string {
   y += `current-jobs-delayed: ${g.delayed}\n`;
   y += `current-jobs-buried: ${g.buried}\n`;
   for (let i = 0; i < CMD_KEYS.length; i++) y += `cmd-${CMD_KEYS[i]}: ${c.cmd[i]}\n`;
-  y += `job-timeouts: ${c.jobTimeouts}\n`;
-  y += `total-jobs: ${c.totalJobs}\n`;
-  y += `max-job-size: ${q.maxJobSize}\n`;
+  y += `job-timeouts: ${g.jobTimeouts}\n`;
+  y += `total-jobs: ${g.totalJobs}\n`;
+  y += `max-job-size: ${maxJobSize}\n`;
   y += `current-tubes: ${g.tubes}\n`;
-  y += `current-connections: ${g.connections}\n`;
-  y += `current-producers: ${g.producers}\n`;
-  y += `current-workers: ${g.workers}\n`;
+  y += `current-connections: ${c.connections}\n`;
+  y += `current-producers: ${c.producers}\n`;
+  y += `current-workers: ${c.workers}\n`;
   y += `current-waiting: ${g.waiting}\n`;
   y += `total-connections: ${c.totalConnections}\n`;
   y += `pid: ${f.host.pid}\n`;
   y += `version: ${quote(f.version)}\n`;
   y += `rusage-utime: ${secs(cpu.user)}\n`;
   y += `rusage-stime: ${secs(cpu.system)}\n`;
-  y += `uptime: ${Math.trunc((q.clock.now() - f.startedAt) / 1000)}\n`;
+  y += `uptime: ${Math.trunc((now - f.startedAt) / 1000)}\n`;
   y += `binlog-oldest-index: ${w.oldestIndex}\n`;
   y += `binlog-current-index: ${w.currentIndex}\n`;
   y += `binlog-records-migrated: ${w.recordsMigrated}\n`;
   y += `binlog-records-written: ${w.recordsWritten}\n`;
   y += `binlog-max-size: ${w.maxSize}\n`;
-  y += `draining: ${q.draining}\n`;
+  y += `draining: ${g.draining}\n`;
   y += `id: ${f.id}\n`;
   y += `hostname: ${scalar(f.host.hostname)}\n`;
   y += `os: ${scalar(f.host.os)}\n`;

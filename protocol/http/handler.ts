@@ -131,10 +131,11 @@ function statusOf(reply: string): number {
 
 /** Build the request handler for a service. */
 export function httpHandler(svc: Service, opts: HttpOptions): (req: Request) => Promise<Response> {
-  const src = { queue: svc.queue, startedAtMs: svc.facts.startedAt, version: opts.version };
+  const engine = svc.engine;
+  const src = { engine, counters: svc.counters, startedAtMs: svc.facts.startedAt, version: opts.version };
   const token = opts.token;
   // JSON escapes a byte as at most 6 characters; leave room for the other fields.
-  const maxPostBytes = svc.queue.maxJobSize * 6 + 4096;
+  const maxPostBytes = engine.maxJobSize * 6 + 4096;
 
   async function post(req: Request, parts: string[]): Promise<Response> {
     if (!token) return json(403, { error: "read-only: start tubeway with --http-token to enable actions" });
@@ -162,13 +163,13 @@ export function httpHandler(svc: Service, opts: HttpOptions): (req: Request) => 
     return json(statusOf(reply), { reply });
   }
 
-  function get(url: URL, parts: string[]): Response {
+  async function get(url: URL, parts: string[]): Promise<Response> {
     switch (url.pathname) {
       case "/healthz":
         return text(200, "ok\n");
       case "/readyz": {
-        if (svc.queue.draining) return text(503, "draining\n");
-        const h = svc.queue.wal.health?.();
+        if (engine.draining) return text(503, "draining\n");
+        const h = engine.metrics().log;
         return h && !h.writable ? text(503, "log not writable\n") : text(200, "ready\n");
       }
       case "/metrics":
@@ -182,13 +183,13 @@ export function httpHandler(svc: Service, opts: HttpOptions): (req: Request) => 
       case "/dashboard.css":
         return respond(200, DASHBOARD_CSS, "text/css; charset=utf-8");
       case "/api/overview":
-        return json(200, overview({ ...src, writable: token !== undefined }));
+        return json(200, await overview({ ...src, writable: token !== undefined }));
     }
     if (parts[0] === "tubes" && parts[2] === "jobs" && parts.length === 3) {
       const state = url.searchParams.get("state") ?? "ready";
       if (state !== "ready" && state !== "delayed" && state !== "buried") return json(400, { error: "bad state" });
       const limit = Number(url.searchParams.get("limit") ?? "20");
-      const list = tubeJobs(svc.queue, parts[1]!, state as ListState, Number.isFinite(limit) ? limit : 20);
+      const list = await tubeJobs(engine, parts[1]!, state as ListState, Number.isFinite(limit) ? limit : 20);
       return list ? json(200, list) : json(404, { error: "no such tube" });
     }
     return text(404, "not found\n");
@@ -203,7 +204,7 @@ export function httpHandler(svc: Service, opts: HttpOptions): (req: Request) => 
       return text(400, "bad path\n");
     }
     try {
-      if (req.method === "GET" || req.method === "HEAD") return get(url, parts);
+      if (req.method === "GET" || req.method === "HEAD") return await get(url, parts);
       if (req.method === "POST" && parts.length === 3) return await post(req, parts);
       return text(405, "method not allowed\n", { allow: "GET, HEAD, POST" });
     } catch (e) {

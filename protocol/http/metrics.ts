@@ -6,21 +6,23 @@
 // protocol port also runs on, so the per-tube part is built in slices of TUBES_PER_SLICE
 // tubes with a macrotask yield between them, and streamed out as it is made: protocol
 // connections are served in the gaps and a scrape never holds the loop for long. The
-// tube list is copied first (the live one is reordered as tubes come and go); a tube
-// dropped mid-scrape still shows. Samples of one scrape may be taken a few ms apart.
-import type { Queue } from "../../core/queue.ts";
-import type { Tube } from "../../core/model.ts";
+// tube names are read first; each slice's snapshots are asked of the engine when the
+// first family reaches it (a tube dropped before that is left out). Samples of one
+// scrape may be taken a few ms apart.
+import type { Engine, TubeSnapshot } from "../../core/engine.ts";
 import type { Histogram } from "../../core/histogram.ts";
-import { CMD_KEYS } from "../../core/stats.ts";
+import { CMD_KEYS, type Counters } from "../counters.ts";
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
 /** Tubes rendered (for one family) between two yields to the event loop. */
 export const TUBES_PER_SLICE = 1000;
 
-/** What a scrape reads. */
+/** What a scrape reads (a Service has all but the version). */
 export interface MetricsSource {
-  queue: Queue;
+  engine: Engine;
+  /** This server's commands and connections. */
+  counters: Counters;
   /** Monotonic ms at start (for uptime). */
   startedAtMs: number;
   version: string;
@@ -53,13 +55,6 @@ export function labelValue(v: string): string {
   return /[\\"\n]/.test(v) ? v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n") : v;
 }
 
-/** Seconds since the oldest ready job of t became ready; 0 when none is ready. */
-export function oldestReadyMs(t: Tube, nowMs: number): number {
-  let oldest = Infinity;
-  for (const j of t.ready.items) if (j.deadline < oldest) oldest = j.deadline; // a ready job's: when it became ready
-  return oldest === Infinity ? 0 : Math.max(0, nowMs - oldest);
-}
-
 function histogram(f: Family, h: Histogram, labels = ""): void {
   const sep = labels ? "," : "";
   let cumulative = 0;
@@ -79,7 +74,7 @@ interface TubeFamily {
   name: string;
   kind: Kind;
   help: string;
-  lines(t: Tube, l: string, nowMs: number): string;
+  lines(t: TubeSnapshot, l: string): string;
 }
 
 const TUBE_FAMILIES: readonly TubeFamily[] = [
@@ -89,10 +84,10 @@ const TUBE_FAMILIES: readonly TubeFamily[] = [
     help: "Jobs in a tube by state.",
     lines: (t, l) =>
       `beanstalkd_tube_jobs{${l},state="urgent"} ${t.urgent}\n` +
-      `beanstalkd_tube_jobs{${l},state="ready"} ${t.ready.size}\n` +
+      `beanstalkd_tube_jobs{${l},state="ready"} ${t.ready}\n` +
       `beanstalkd_tube_jobs{${l},state="reserved"} ${t.reserved}\n` +
-      `beanstalkd_tube_jobs{${l},state="delayed"} ${t.delayed.size}\n` +
-      `beanstalkd_tube_jobs{${l},state="buried"} ${t.buried.size}\n`,
+      `beanstalkd_tube_jobs{${l},state="delayed"} ${t.delayed}\n` +
+      `beanstalkd_tube_jobs{${l},state="buried"} ${t.buried}\n`,
   },
   {
     name: "beanstalkd_tube_connections",
@@ -107,7 +102,7 @@ const TUBE_FAMILIES: readonly TubeFamily[] = [
     name: "beanstalkd_tube_paused",
     kind: "gauge",
     help: "1 while a tube is paused.",
-    lines: (t, l, now) => `beanstalkd_tube_paused{${l}} ${t.unpauseAt > now ? 1 : 0}\n`,
+    lines: (t, l) => `beanstalkd_tube_paused{${l}} ${t.paused ? 1 : 0}\n`,
   },
   {
     name: "beanstalkd_tube_jobs_total",
@@ -125,14 +120,13 @@ const TUBE_FAMILIES: readonly TubeFamily[] = [
     name: "tubeway_tube_pause_remaining_seconds",
     kind: "gauge",
     help: "Seconds until a paused tube resumes.",
-    lines: (t, l, now) =>
-      `tubeway_tube_pause_remaining_seconds{${l}} ${t.unpauseAt > now ? Math.ceil((t.unpauseAt - now) / 1000) : 0}\n`,
+    lines: (t, l) => `tubeway_tube_pause_remaining_seconds{${l}} ${Math.ceil(t.pauseLeftMs / 1000)}\n`,
   },
   {
     name: "tubeway_tube_oldest_ready_seconds",
     kind: "gauge",
     help: "Age of the oldest ready job in a tube (time since it became ready): queue latency.",
-    lines: (t, l, now) => `tubeway_tube_oldest_ready_seconds{${l}} ${oldestReadyMs(t, now) / 1000}\n`,
+    lines: (t, l) => `tubeway_tube_oldest_ready_seconds{${l}} ${t.oldestReadyMs / 1000}\n`,
   },
 ];
 
@@ -146,29 +140,29 @@ export async function* metricChunks(
   src: MetricsSource,
   pause: () => Promise<void> = yieldToLoop,
 ): AsyncGenerator<string> {
-  const q = src.queue;
+  const e = src.engine;
   const fams: Family[] = [];
   const fam = (name: string, kind: Kind, help: string) => {
     const f = new Family(name, kind, help);
     fams.push(f);
     return f;
   };
-  const now = q.clock.now();
-  const g = q.gauges();
-  const c = q.counters;
+  const now = e.clock.now();
+  const g = await e.stats();
+  const c = src.counters;
 
   fam("beanstalkd_up", "gauge", "1 while the server answers.").add("", 1);
   fam("beanstalkd_uptime_seconds", "gauge", "Seconds since the server started.")
     .add("", Math.floor((now - src.startedAtMs) / 1000));
-  fam("beanstalkd_draining", "gauge", "1 in drain mode (puts are refused).").add("", q.draining ? 1 : 0);
+  fam("beanstalkd_draining", "gauge", "1 in drain mode (puts are refused).").add("", g.draining ? 1 : 0);
   const jobs = fam("beanstalkd_jobs", "gauge", "Jobs by state (urgent: ready with pri < 1024).");
   for (const s of ["urgent", "ready", "reserved", "delayed", "buried"] as const) jobs.add(`{state="${s}"}`, g[s]);
-  fam("beanstalkd_jobs_total", "counter", "Jobs created by put since start.").add("", c.totalJobs);
-  fam("beanstalkd_job_timeouts_total", "counter", "Reservations that ran out of TTR.").add("", c.jobTimeouts);
+  fam("beanstalkd_jobs_total", "counter", "Jobs created by put since start.").add("", g.totalJobs);
+  fam("beanstalkd_job_timeouts_total", "counter", "Reservations that ran out of TTR.").add("", g.jobTimeouts);
   const conns = fam("beanstalkd_connections", "gauge", "Open connections by role.");
-  conns.add(`{role="current"}`, g.connections);
-  conns.add(`{role="producers"}`, g.producers);
-  conns.add(`{role="workers"}`, g.workers);
+  conns.add(`{role="current"}`, c.connections);
+  conns.add(`{role="producers"}`, c.producers);
+  conns.add(`{role="workers"}`, c.workers);
   conns.add(`{role="waiting"}`, g.waiting);
   fam("beanstalkd_connections_total", "counter", "Connections accepted since start.").add("", c.totalConnections);
   fam("beanstalkd_tubes_current", "gauge", "Tubes that exist now.").add("", g.tubes);
@@ -177,36 +171,41 @@ export async function* metricChunks(
   yield fams.map((f) => f.text()).join("");
   fams.length = 0;
 
-  const tubes = [...q.tubeList()];
-  const labels = tubes.map((t) => `tube="${labelValue(t.name)}"`);
+  const names = await e.tubeNames();
+  /** Each slice's snapshots, asked for when the first family reaches the slice. */
+  const slices: { tubes: TubeSnapshot[]; labels: string[] }[] = [];
   for (const f of TUBE_FAMILIES) {
     let chunk = `# HELP ${f.name} ${f.help}\n# TYPE ${f.name} ${f.kind}\n`;
-    for (let from = 0; from < tubes.length; from += TUBES_PER_SLICE) {
+    for (let from = 0, k = 0; from < names.length; from += TUBES_PER_SLICE, k++) {
       if (from > 0) {
         yield chunk;
         chunk = "";
         await pause();
       }
-      const sliceNow = q.clock.now();
-      const to = Math.min(tubes.length, from + TUBES_PER_SLICE);
-      for (let i = from; i < to; i++) chunk += f.lines(tubes[i]!, labels[i]!, sliceNow);
+      if (slices[k] === undefined) {
+        const tubes = await e.tubes(names.slice(from, from + TUBES_PER_SLICE));
+        slices[k] = { tubes, labels: tubes.map((t) => `tube="${labelValue(t.name)}"`) };
+      }
+      const s = slices[k]!;
+      for (let i = 0; i < s.tubes.length; i++) chunk += f.lines(s.tubes[i]!, s.labels[i]!);
     }
     yield chunk;
   }
 
+  const m = e.metrics();
   histogram(
     fam("tubeway_ready_to_reserve_seconds", "histogram", "Time a job waited ready before a reserve took it."),
-    q.latency.readyToReserve,
+    m.readyToReserve,
   );
   histogram(
     fam("tubeway_reserve_to_delete_seconds", "histogram", "Time from reserve to delete (jobs deleted while reserved)."),
-    q.latency.reserveToDelete,
+    m.reserveToDelete,
   );
 
-  const health = q.wal.health?.();
+  const health = m.log;
   fam("tubeway_binlog_enabled", "gauge", "1 when jobs are logged (-b).").add("", health ? 1 : 0);
   if (health) {
-    const ws = q.wal.stats();
+    const ws = g.binlog;
     fam("tubeway_binlog_written_bytes_total", "counter", "Bytes appended to the log.").add("", health.bytesWritten);
     fam("tubeway_binlog_records_written_total", "counter", "Records written to the log.").add("", ws.recordsWritten);
     fam("tubeway_binlog_records_migrated_total", "counter", "Records moved by compaction.").add("", ws.recordsMigrated);

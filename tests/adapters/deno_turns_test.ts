@@ -5,7 +5,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createConnection, createServer, type Socket } from "node:net";
-import { afterIO, setAfterIO } from "../../protocol/yield.ts";
 import { RUNTIME } from "../harness/paths.ts";
 
 const busy = (ms: number) => {
@@ -15,8 +14,8 @@ const busy = (ms: number) => {
 
 describe("afterIO on Deno: busy chains leave room for sockets", { skip: RUNTIME !== "deno" && "Deno only" }, () => {
   it("a round trip through a local echo server stays under 50 ms while ten chains yield and continue", async () => {
-    const { useDenoTurns } = await import("../../adapters/deno_turns.ts");
-    const before = useDenoTurns();
+    const { DenoTurns } = await import("../../adapters/deno_turns.ts");
+    const { afterIO } = new DenoTurns();
     const server = createServer((s) => s.on("data", (d) => s.write(d)));
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const port = (server.address() as { port: number }).port;
@@ -45,7 +44,6 @@ describe("afterIO on Deno: busy chains leave room for sockets", { skip: RUNTIME 
       running = false;
       client.destroy();
       server.close();
-      setAfterIO(before); // as it was, for the other tests in this process
     }
     assert.ok(steps > 100, `the chains ran only ${steps} steps`);
     assert.ok(worst < 50, `a round trip took ${worst.toFixed(1)} ms`);

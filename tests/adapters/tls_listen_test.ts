@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { readFileSync, rmSync } from "node:fs";
 import { listen, type Listening } from "../../adapters/listen.ts";
 import { Service } from "../../protocol/service.ts";
+import { memoryEngine } from "../../core/queue.ts";
 import { RUNTIME, skipUnless } from "../harness/paths.ts";
 import {
   type Certs,
@@ -27,8 +28,7 @@ const BIG_BODY_BYTES = 3_000_000;
 
 async function serve(certs: Certs, mtls: boolean) {
   const logs: string[] = [];
-  const svc = new Service({
-    maxJobSize: BIG_BODY_BYTES,
+  const svc = new Service(memoryEngine({ maxJobSize: BIG_BODY_BYTES }), {
     verbose: 1,
     log: (l) => logs.push(l),
     error: (l) => logs.push(l),

@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { Heap } from "../../core/model.ts";
+import { Heap } from "../../core/heap.ts";
 
 interface Item {
   key: number;

@@ -2,7 +2,6 @@
 // and read synchronously (without -b every reply is written before push() returns;
 // with -b, replies wait for the log's append at the end of the turn: use exchange()).
 import type { Service } from "../../protocol/service.ts";
-import { yieldToIO } from "../../protocol/yield.ts";
 
 export interface LocalClient {
   /** Send bytes (a string is latin1) and return whatever replies came out. */
@@ -35,7 +34,7 @@ export function localClient(svc: Service): LocalClient {
     },
     async exchange(text) {
       conn.push(Uint8Array.from(text, (c) => c.charCodeAt(0)));
-      await yieldToIO(); // after the LogTurn's own afterTurn (setImmediate), queued before it
+      await svc.afterIO(); // after the LogTurn's own afterTurn (setImmediate), queued before it
       return take();
     },
     take,

@@ -131,13 +131,13 @@ export const inProcess: Target = {
   name: "in-process",
   unavailable: () => undefined,
   async start(flags = []) {
-    const { hostInfo, Service, listen, parseConfig } = await import("../../mod.ts");
+    const { hostInfo, memoryEngine, runtimeTurns, Service, listen, parseConfig } = await import("../../mod.ts");
     const parsed = parseConfig(flags);
     if (parsed.kind !== "run") throw new Error(`bad flags for in-process server: ${flags.join(" ")}`);
     const logs: string[] = [];
-    const svc = new Service({
-      maxJobSize: parsed.config.maxJobSize,
+    const svc = new Service(memoryEngine({ maxJobSize: parsed.config.maxJobSize }), {
       host: hostInfo(),
+      turns: runtimeTurns(),
       log: (l) => logs.push(l),
       error: (l) => logs.push(l),
     });

@@ -5,13 +5,14 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../core/clock.ts";
 import { Service } from "../../protocol/service.ts";
+import { memoryEngine } from "../../core/queue.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 /** A service holding one 60,000-byte job, id 1. */
 function withBigJob(): Service {
-  const svc = new Service({ clock: new ManualClock(), log: () => {}, error: () => {} });
+  const svc = new Service(memoryEngine({ clock: new ManualClock() }), { log: () => {}, error: () => {} });
   svc.connect({ write: () => {}, close: () => {} }).push(enc.encode(`put 0 0 60 60000\r\n${"j".repeat(60000)}\r\n`));
   return svc;
 }

@@ -11,7 +11,6 @@ import { systemClock } from "../../core/clock.ts";
 import { Queue } from "../../core/queue.ts";
 import { Service } from "../../protocol/service.ts";
 import { Connection } from "../../protocol/connection.ts";
-import { yieldToIO } from "../../protocol/yield.ts";
 
 const DIR = "/wal";
 const enc = new TextEncoder();
@@ -54,7 +53,7 @@ function setup(durableAcks: boolean) {
   );
   const queue = new Queue({ clock: systemClock, wal });
   live.queue = queue;
-  const svc = new Service({ queue, log: () => {}, error: (l) => errors.push(l) });
+  const svc = new Service(queue, { log: () => {}, error: (l) => errors.push(l) });
   /** A connection whose writes go to `events` ("name: text"); `hold` makes the next write pending. */
   const connect = (name: string) => {
     let held: (() => void) | undefined;
@@ -173,19 +172,19 @@ describe("the log under a connection", () => {
         c.send(puts(1, "x"));
         await Promise.resolve(); // the runtime drains the microtasks between two sockets' callbacks
       }
-      await yieldToIO();
+      await t.svc.afterIO();
     };
     await oneCallbackEach(); // two appends in one turn of the loop: many clients
-    assert.ok(t.svc.logTurn!.late);
+    assert.ok(t.queue.logTurn!.late);
     t.events.length = 0;
     await oneCallbackEach();
     assert.deepEqual(t.events.filter((e) => e === "append"), ["append"], t.events.join("|"));
     for (const n of ["a", "b", "c"]) assert.match(sentBy(t.events, n), /^INSERTED \d+\r\n$/);
     for (let i = 0; i < 64; i++) {
       cs[0]!.send(puts(1, "alone"));
-      await yieldToIO();
+      await t.svc.afterIO();
     }
-    assert.equal(t.svc.logTurn!.late, false, "a lone client again: no extra turn of the loop");
+    assert.equal(t.queue.logTurn!.late, false, "a lone client again: no extra turn of the loop");
     t.wal.close();
   });
 

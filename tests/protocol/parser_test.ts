@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../core/clock.ts";
 import { Service } from "../../protocol/service.ts";
+import { memoryEngine } from "../../core/queue.ts";
 import { LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "../../protocol/parser.ts";
 
 const bytes = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0));
@@ -12,9 +13,7 @@ const text = (b: Uint8Array) => String.fromCharCode(...b);
 
 /** Feed chunks to a fresh server connection; return what it wrote and whether it closed. */
 function run(chunks: Uint8Array[], maxJobSize?: number): { out: string; closed: boolean } {
-  const svc = new Service({
-    clock: new ManualClock(),
-    ...(maxJobSize ? { maxJobSize } : {}),
+  const svc = new Service(memoryEngine({ clock: new ManualClock(), ...(maxJobSize ? { maxJobSize } : {}) }), {
     log: () => {},
     error: () => {},
   });

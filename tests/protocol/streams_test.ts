@@ -2,14 +2,14 @@
 // serveConnection), with a byte stream (read with a BYOB reader) and a default one.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { serveStreams, Service } from "../../mod.ts";
+import { memoryEngine, serveStreams, Service } from "../../mod.ts";
 
 const enc = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0));
 const dec = (chunks: Uint8Array[]) => chunks.map((c) => String.fromCharCode(...c)).join("");
 
 /** Feed `input` in the given pieces, then end the stream; return everything written back. */
 async function session(kind: "bytes" | "default", pieces: string[]): Promise<string> {
-  const svc = new Service({ log: () => {}, error: () => {} });
+  const svc = new Service(memoryEngine(), { log: () => {}, error: () => {} });
   const out: Uint8Array[] = [];
   let i = 0;
   const readable = kind === "bytes"
@@ -51,7 +51,7 @@ describe("serveStreams", () => {
   });
 
   it("reads garbage at a pace: an endless line gets one read per DISCARD_PAUSE_MS, then the connection works", async () => {
-    const svc = new Service({ log: () => {}, error: () => {} });
+    const svc = new Service(memoryEngine(), { log: () => {}, error: () => {} });
     const out: Uint8Array[] = [];
     const junk = new Uint8Array(64 * 1024).fill(0x78); // "xxx...", no CRLF
     let pulls = 0;

@@ -5,6 +5,7 @@ import yaml from "js-yaml";
 import { listYaml, quote, scalar, statsJobYaml, statsTubeYaml, statsYaml } from "../../protocol/yaml.ts";
 import { ManualClock } from "../../core/clock.ts";
 import { Queue } from "../../core/queue.ts";
+import { Counters } from "../../protocol/counters.ts";
 import { STATS_KEYS, TUBE_KEYS } from "../harness/stats_keys.ts";
 
 const JOB = {
@@ -175,7 +176,8 @@ describe("YAML output", () => {
       cpu: () => ({ user: 1_500_000, system: 7 }),
     };
     clock.advance(3500);
-    const y = statsYaml(q, { host, id: "0123456789abcdef", version: "1.12", startedAt: 1000 });
+    const facts = { host, id: "0123456789abcdef", version: "1.12", startedAt: 1000 };
+    const y = statsYaml(q.stats(), new Counters(), facts, q.maxJobSize, clock.now());
     const lines = y.split("\n").slice(1, -1);
     assert.equal(lines.length, 51);
     assert.deepEqual(lines.map((l) => l.slice(0, l.indexOf(":"))), [...STATS_KEYS]);

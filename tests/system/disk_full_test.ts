@@ -22,7 +22,7 @@ const { wal } = openBinlog(
   (id) => queue?.liveRecord(id),
 );
 queue = new Queue({ clock: systemClock, wal });
-const svc = new Service({ queue, log: () => {}, error: () => {} });
+const svc = new Service(queue, { log: () => {}, error: () => {} });
 let server: Listening;
 
 before(async () => {

@@ -10,6 +10,7 @@ import { ManualClock } from "../../core/clock.ts";
 import { noWal } from "../../core/wal.ts";
 import { FSYNC_BOUNDS_MS, Histogram } from "../../core/histogram.ts";
 import { Service } from "../../protocol/service.ts";
+import { Queue } from "../../core/queue.ts";
 import { renderMetrics } from "../../protocol/http/metrics.ts";
 
 function exprsOf(node: unknown, out: string[] = []): string[] {
@@ -34,9 +35,12 @@ describe("the Grafana dashboard", () => {
       writable: true,
       fsync: new Histogram(FSYNC_BOUNDS_MS),
     });
-    const svc = new Service({ clock: new ManualClock(), wal: { ...noWal(0), health }, log: () => {}, error: () => {} });
+    const svc = new Service(new Queue({ clock: new ManualClock(), wal: { ...noWal(0), health } }), {
+      log: () => {},
+      error: () => {},
+    });
     try {
-      const text = await renderMetrics({ queue: svc.queue, startedAtMs: 0, version: "x" });
+      const text = await renderMetrics({ engine: svc.engine, counters: svc.counters, startedAtMs: 0, version: "x" });
       const exported = new Set(new Scrape(text).families.map((f) => f.name));
       const exprs = exprsOf(dash);
       assert.ok(exprs.length > 20, `${exprs.length} queries`);

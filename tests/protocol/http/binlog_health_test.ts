@@ -26,7 +26,7 @@ describe("the log's health on the side port", () => {
       (id) => queue?.liveRecord(id),
     );
     queue = new Queue({ clock, wal });
-    const svc = new Service({ clock, queue, log: () => {}, error: () => {} });
+    const svc = new Service(queue, { log: () => {}, error: () => {} });
     const handle = httpHandler(svc, { version: "x" });
     const scrape = async () => new Scrape(await (await handle(new Request("http://t/metrics"))).text());
     const ready = async () => {

@@ -4,6 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../../core/clock.ts";
 import { Service } from "../../../protocol/service.ts";
+import { memoryEngine } from "../../../core/queue.ts";
 import { httpHandler, sameSecret } from "../../../protocol/http/handler.ts";
 import { localClient } from "../../harness/in_process.ts";
 
@@ -11,7 +12,7 @@ const quiet = { log: () => {}, error: () => {} };
 const BASE = "http://tubeway.test";
 
 function setup(token?: string) {
-  const svc = new Service({ clock: new ManualClock(), ...quiet });
+  const svc = new Service(memoryEngine({ clock: new ManualClock() }), quiet);
   const handle = httpHandler(svc, { token, version: "1.2.3" });
   const get = (path: string) => handle(new Request(BASE + path));
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>

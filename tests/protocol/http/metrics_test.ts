@@ -4,6 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../../core/clock.ts";
 import { Service } from "../../../protocol/service.ts";
+import { memoryEngine, Queue } from "../../../core/queue.ts";
 import { labelValue, renderMetrics, TUBES_PER_SLICE } from "../../../protocol/http/metrics.ts";
 import { localClient } from "../../harness/in_process.ts";
 import { Scrape } from "../../harness/prometheus.ts";
@@ -12,14 +13,19 @@ const quiet = { log: () => {}, error: () => {} };
 const noPause = () => Promise.resolve();
 
 function scrapeOf(svc: Service, pause = noPause): Promise<Scrape> {
-  return renderMetrics({ queue: svc.queue, startedAtMs: svc.facts.startedAt, version: "9.9.9" }, pause)
+  return renderMetrics({
+    engine: svc.engine,
+    counters: svc.counters,
+    startedAtMs: svc.facts.startedAt,
+    version: "9.9.9",
+  }, pause)
     .then((t) => new Scrape(t));
 }
 
 describe("metrics", () => {
   it("give exact values after puts, reserves, a timeout, a bury, a kick and a pause", async () => {
     const clock = new ManualClock(1000);
-    const svc = new Service({ clock, ...quiet });
+    const svc = new Service(new Queue({ clock }), quiet);
     try {
       const p = localClient(svc);
       const w = localClient(svc);
@@ -35,7 +41,7 @@ describe("metrics", () => {
       assert.equal(w.send("delete 1\r\n"), "DELETED\r\n"); // reserved 0.3 s
       assert.equal(w.send("reserve-with-timeout 0\r\n"), "RESERVED 2 3\r\nabc\r\n"); // ready 2.3 s
       clock.advance(1000);
-      svc.queue.tick(); // job 2's 1 s TTR ran out
+      (svc.engine as Queue).tick(); // job 2's 1 s TTR ran out
       assert.equal(w.send("reserve\r\n"), "RESERVED 2 3\r\nabc\r\n"); // ready 0 s
       assert.equal(w.send("bury 2 2000\r\n"), "BURIED\r\n");
       assert.equal(w.send("reserve-with-timeout 0\r\n"), "RESERVED 4 1\r\ny\r\n"); // ready 3.3 s
@@ -100,7 +106,7 @@ describe("metrics", () => {
   });
 
   it("build the per-tube part in slices, yielding between them, and keep every tube", async () => {
-    const svc = new Service({ clock: new ManualClock(), ...quiet });
+    const svc = new Service(memoryEngine({ clock: new ManualClock() }), quiet);
     try {
       const c = localClient(svc);
       const n = 2 * TUBES_PER_SLICE + 1;

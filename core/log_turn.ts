@@ -1,9 +1,10 @@
-// One append for every connection that logged in a turn of the event loop.
+// One append for every connection that logged in a turn of the event loop: the
+// in-memory engine's answer to Engine.settle() when it has a log (-b).
 //
-// A connection whose batch of commands changed something logged (-b) holds that
-// batch's replies and joins the turn; the log then writes the records of every
-// member with one append, and each member sends its replies (or, with durable acks,
-// waits for the fsync that the same turn shares). With 50 clients sending one put at
+// A connection whose batch of commands changed something logged holds that batch's
+// replies and joins the turn; the log then writes the records of every member with
+// one append, and each member sends its replies (or, with durable acks, waits for the
+// fsync that the same turn shares). With 50 clients sending one put at
 // a time that is one write(2) per turn instead of one per client, which was most of
 // what -b cost per put (the write syscall, and on Deno its node:fs wrapper).
 //
@@ -20,22 +21,20 @@
 // The guarantee is the log's: no reply before its record is written. When the
 // shared append fails, none of its records is in the file, so every member is
 // dropped without its replies (a client sees a disconnect, never a false ack).
-import { afterTurn } from "./yield.ts";
-import type { Wal } from "../core/wal.ts";
+import type { Wal } from "./wal.ts";
+import type { Turns } from "./clock.ts";
+import type { Settling } from "./engine.ts";
 
 /** Turns in a row with a single member after which appends go back to the end of the microtasks. */
 const LONELY = 64;
 
-/** A connection waiting for its records to be written. */
-export interface LogTurnMember {
-  /** The records are in the file (ok), or lost with the append (not ok). */
-  logged(ok: boolean): void;
-}
-
 export class LogTurn {
   readonly #wal: Wal;
-  #members: LogTurnMember[] = [];
-  #spare: LogTurnMember[] = [];
+  readonly #afterTurn: (f: () => void) => void;
+  #members: Settling[] = [];
+  #spare: Settling[] = [];
+  /** Whether each member's batch logged something (else it waits only for the append). */
+  #changed: boolean[] = [];
   #queued = false;
   /** Appends wait for the end of the event loop's turn (many clients), not of the microtasks. */
   #late = false;
@@ -44,8 +43,9 @@ export class LogTurn {
   /** Early appends since the event loop last turned. */
   #early = 0;
 
-  constructor(wal: Wal) {
+  constructor(wal: Wal, turns: Turns) {
     this.#wal = wal;
+    this.#afterTurn = turns.afterTurn;
   }
 
   /**
@@ -63,13 +63,17 @@ export class LogTurn {
     return this.#late;
   }
 
-  /** Hold `m`'s replies until the records logged so far are written. */
-  join(m: LogTurnMember): void {
+  /**
+   * Hold `m`'s replies until the records logged so far are written, and with durable
+   * acks, when its batch `changed` something, until they are on disk.
+   */
+  join(m: Settling, changed: boolean): void {
+    this.#changed[this.#members.length] = changed;
     this.#members.push(m);
     if (this.#queued) return;
     this.#queued = true;
     this.#wal.hold?.();
-    if (this.#late) afterTurn(this.#write);
+    if (this.#late) this.#afterTurn(this.#write);
     else queueMicrotask(this.#write);
   }
 
@@ -82,17 +86,34 @@ export class LogTurn {
     // connection's batch (the dashboard's actions too), and the log's own writes
     // (compaction, rotation) flush theirs and report a loss to this flush.
     const ok = this.#wal.flush();
-    for (let i = 0; i < members.length; i++) members[i]!.logged(ok);
+    const durable = this.#wal.durableAcks;
+    for (let i = 0; i < members.length; i++) {
+      const m = members[i]!;
+      if (!ok) m.settled(false, "binlog write failed");
+      else if (durable && this.#changed[i]) this.#sync(m);
+      else m.settled(true);
+    }
     members.length = 0;
     this.#spare = members;
   };
+
+  /**
+   * Durable acks: nothing goes out until the log is on disk; one fsync serves every
+   * member that logged something in this turn (group commit).
+   */
+  #sync(m: Settling): void {
+    this.#wal.synced().then(
+      () => m.settled(true),
+      (e) => m.settled(false, `binlog sync failed: ${e}`),
+    );
+  }
 
   #adapt(members: number): void {
     if (this.#late) {
       this.#lonely = members > 1 ? 0 : this.#lonely + 1;
       if (this.#lonely >= LONELY) this.#late = false;
     } else if (this.#early++ === 0) {
-      afterTurn(this.#loopTurned);
+      this.#afterTurn(this.#loopTurned);
     } else {
       this.#late = true;
       this.#lonely = 0;

@@ -2,7 +2,7 @@
 // buffer that is still queued to go out.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { Output } from "../../protocol/dispatch.ts";
+import { Output } from "../../protocol/reply.ts";
 
 const fill = (c: string, n: number) => new Uint8Array(n).fill(c.charCodeAt(0));
 const text = (pieces: Uint8Array[]) => pieces.map((p) => new TextDecoder().decode(p)).join("");

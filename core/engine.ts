@@ -1,0 +1,268 @@
+// The engine seam: what the protocol asks of whatever keeps the jobs. Types only.
+//
+// protocol/ is written against this interface and nothing else of core/'s engine, so
+// that the in-memory queue (core/queue.ts, with its write-ahead log) and an engine that
+// answers later (a database's) serve the same wire. An answer is a value or a promise
+// of one (Answer<T>): the in-memory engine always answers at once and allocates no
+// promise; a connection whose answer is pending processes nothing else until it comes,
+// so replies still leave in command order.
+//
+// What an engine owns besides the jobs: its time (Clock, with the one timer), and
+// when a connection's replies may go (settle(): the log's shared append and fsync for
+// the in-memory engine, a commit for a database). Connections, command counters and
+// producer/worker counts are the protocol's (per node); jobs and tubes the engine's.
+import type { Clock } from "./clock.ts";
+import type { Histogram } from "./histogram.ts";
+
+/** An answer now, or later. */
+export type Answer<T> = T | Promise<T>;
+
+/** Job states as the protocol names them. */
+export type JobState = "ready" | "reserved" | "delayed" | "buried";
+
+/** A job as a reply shows it: its id and body (with its trailing CRLF; never mutate it). */
+export interface JobOut {
+  readonly id: number;
+  readonly body: Uint8Array;
+}
+
+/** A put that stored its job. */
+export interface Inserted {
+  readonly id: number;
+}
+
+/** How a wait in reserve ended, when it did not end with a job. */
+export type WaitEnd = "TIMED_OUT" | "DEADLINE_SOON";
+
+/** Outcome of a command the engine can refuse: the reply word, or a server error. */
+export type Refusal = "NOT_FOUND" | "INTERNAL_ERROR";
+
+/** What a put can answer. */
+export type PutResult = Inserted | "DRAINING" | "OUT_OF_MEMORY";
+
+/** A connection as the engine knows it: what it uses and watches. The protocol only reads these. */
+export interface EngineClient {
+  /** The tube `use` chose (list-tube-used). */
+  readonly usedTube: string;
+  /** The watch list in list-tubes-watched order. */
+  watchedTubes(): string[];
+}
+
+/** Called once when a wait in reserve ends: with the reserved job, or why it ended without one. */
+export type Wake = (result: JobOut | WaitEnd) => void;
+
+/** A connection whose replies wait for the engine (see Engine.settle). */
+export interface Settling {
+  /**
+   * The replies may go (ok), or must not: what they acknowledge was lost (`why` says
+   * what failed) and the connection is to be dropped without them.
+   */
+  settled(ok: boolean, why?: string): void;
+}
+
+/** A snapshot of one job for stats-job (times in whole seconds). */
+export interface JobStats {
+  id: number;
+  tube: string;
+  state: JobState;
+  pri: number;
+  age: number;
+  delay: number;
+  ttr: number;
+  timeLeft: number;
+  file: number;
+  reserves: number;
+  timeouts: number;
+  releases: number;
+  buries: number;
+  kicks: number;
+}
+
+/** A snapshot of one tube for stats-tube. */
+export interface TubeStats {
+  name: string;
+  urgent: number;
+  ready: number;
+  reserved: number;
+  delayed: number;
+  buried: number;
+  totalJobs: number;
+  using: number;
+  watching: number;
+  waiting: number;
+  cmdDelete: number;
+  cmdPauseTube: number;
+  pause: number;
+  pauseTimeLeft: number;
+}
+
+/** One tube for the metrics port and the dashboard: stats-tube plus what they show beyond it. */
+export interface TubeSnapshot extends TubeStats {
+  /** 1 while paused. */
+  paused: boolean;
+  /** Ms until a paused tube resumes (0 when not paused). */
+  pauseLeftMs: number;
+  /** Ms since the oldest ready job became ready (0 when none is ready): queue latency. */
+  oldestReadyMs: number;
+}
+
+/** The engine's part of `stats`: jobs, tubes and the log. */
+export interface EngineStats {
+  urgent: number;
+  ready: number;
+  reserved: number;
+  delayed: number;
+  buried: number;
+  tubes: number;
+  /** Clients waiting in reserve. */
+  waiting: number;
+  totalJobs: number;
+  jobTimeouts: number;
+  draining: boolean;
+  binlog: LogStats;
+}
+
+/** The binlog-* keys of `stats` (zeros but maxSize without a log). */
+export interface LogStats {
+  oldestIndex: number;
+  currentIndex: number;
+  maxSize: number;
+  recordsWritten: number;
+  recordsMigrated: number;
+}
+
+/** The log's health, for the metrics port. */
+export interface LogHealth {
+  /** Bytes appended to log files since start (records, headers, id reservations). */
+  bytesWritten: number;
+  /** Log files on disk now. */
+  files: number;
+  /** Failed writes and failed fsyncs since start. */
+  diskErrors: number;
+  /** False after a failed write or fsync, until a later one succeeds (/readyz). */
+  writable: boolean;
+  /** Duration of each fsync round (ms). */
+  fsync: Histogram;
+}
+
+/** What the metrics port reads beyond `stats`. */
+export interface EngineMetrics {
+  /** ready -> reserved, reserved -> deleted (ms). */
+  readyToReserve: Histogram;
+  reserveToDelete: Histogram;
+  /** Absent without a log. */
+  log: LogHealth | undefined;
+}
+
+/** Job states a listing can show (reserved jobs are not listed). */
+export type ListState = "ready" | "delayed" | "buried";
+
+/** One job in a listing (the dashboard's), in the order the engine serves them. */
+export interface JobSnapshot {
+  id: number;
+  pri: number;
+  ageMs: number;
+  delayMs: number;
+  ttrMs: number;
+  /** Delayed jobs: ms until ready; 0 otherwise. */
+  timeLeftMs: number;
+  reserves: number;
+  timeouts: number;
+  releases: number;
+  buries: number;
+  kicks: number;
+  /** Body without its trailing CRLF. */
+  body: Uint8Array;
+}
+
+/** A page of a tube's jobs in one state. */
+export interface JobList {
+  tube: string;
+  state: ListState;
+  /** Jobs of the tube in that state, listed or not. */
+  total: number;
+  jobs: JobSnapshot[];
+}
+
+/**
+ * Whatever keeps the jobs. Every command of the protocol maps to one call; an
+ * `EngineClient` passed in is one this engine's connect() returned.
+ */
+export interface Engine {
+  /** Monotonic time for deadlines and ages, the wall clock, and the engine's one timer. */
+  readonly clock: Clock;
+  /** Largest body accepted by put (-z), bytes. */
+  readonly maxJobSize: number;
+
+  // ---- connections
+  /** A new connection: it uses and watches "default". `wake` ends its waits in reserve. */
+  connect(wake: Wake): EngineClient;
+  /** The connection closed: its wait ends, its reservations go back to ready. */
+  disconnect(c: EngineClient): void;
+
+  // ---- producing
+  /**
+   * The id for a put whose line was just read (1.12 takes it then: a put whose body
+   * is refused still uses its id up). Synchronous: an engine that draws ids from
+   * elsewhere keeps some ready.
+   */
+  takeId(): number;
+  /** Store a job in c's used tube; `body` ends in CRLF; `id` from takeId(). */
+  put(c: EngineClient, pri: number, delaySec: number, ttrSec: number, body: Uint8Array, id: number): Answer<PutResult>;
+
+  // ---- consuming
+  /**
+   * reserve / reserve-with-timeout (Infinity: plain reserve; 0: answer at once). null:
+   * the client now waits, and its wake is called later (possibly before a pending
+   * answer of null has settled).
+   */
+  reserve(c: EngineClient, timeoutMs: number): Answer<JobOut | WaitEnd | null>;
+  /** End c's wait without a job (its peer half-closed): wake gets TIMED_OUT. */
+  cancelWait(c: EngineClient): void;
+  reserveJob(c: EngineClient, id: number): Answer<JobOut | undefined>;
+  delete(c: EngineClient, id: number): Answer<"DELETED" | Refusal>;
+  release(c: EngineClient, id: number, pri: number, delaySec: number): Answer<"RELEASED" | Refusal>;
+  bury(c: EngineClient, id: number, pri: number): Answer<"BURIED" | Refusal>;
+  touch(c: EngineClient, id: number): Answer<boolean>;
+  /** kick on c's used tube: buried jobs if it has any, else delayed ones. */
+  kick(c: EngineClient, bound: number): Answer<number | "INTERNAL_ERROR">;
+  kickJob(id: number): Answer<"KICKED" | Refusal>;
+
+  // ---- looking
+  peek(id: number): Answer<JobOut | undefined>;
+  peekReady(c: EngineClient): Answer<JobOut | undefined>;
+  peekDelayed(c: EngineClient): Answer<JobOut | undefined>;
+  peekBuried(c: EngineClient): Answer<JobOut | undefined>;
+  statsJob(id: number): Answer<JobStats | undefined>;
+  statsTube(name: string): Answer<TubeStats | undefined>;
+  stats(): Answer<EngineStats>;
+  /** Every tube name, in list-tubes order. */
+  tubeNames(): Answer<string[]>;
+  /** Snapshots of these tubes (the metrics port asks in slices); gone tubes are left out. */
+  tubes(names: readonly string[]): Answer<TubeSnapshot[]>;
+  /** Up to `limit` jobs of a tube in a state, in serving order; undefined if no such tube. */
+  listJobs(tube: string, state: ListState, limit: number): Answer<JobList | undefined>;
+  metrics(): EngineMetrics;
+
+  // ---- tubes
+  use(c: EngineClient, name: string): void;
+  /** Returns the watch count. */
+  watch(c: EngineClient, name: string): number;
+  /** Returns the watch count, or NOT_IGNORED for the only watched tube. */
+  ignore(c: EngineClient, name: string): number | "NOT_IGNORED";
+  /** False if no such tube. */
+  pauseTube(name: string, delaySec: number): Answer<boolean>;
+
+  // ---- the server
+  /** Drain mode: puts are answered DRAINING from now on. */
+  drain(): void;
+  readonly draining: boolean;
+  /**
+   * A connection ran a batch of commands and has replies ready (`replies`), some of
+   * which report a change (`changed`). Returns false when they may go now; true when
+   * they wait until `s.settled()` is called (the log's append, its fsync, a commit).
+   */
+  settle(s: Settling, changed: boolean, replies: boolean): boolean;
+  /** Stop the timer and release what the engine holds (the log: write, fsync, unlock). */
+  close(): void;
+}
