@@ -3,6 +3,7 @@
 // into one reusable Command, so a line costs no allocation unless it names a tube.
 
 import { CMD_KEYS } from "../core/stats.ts";
+import { ascii, CR, DIGIT_0, SP } from "./bytes.ts";
 
 export const OP = {
   BAD_FORMAT: 0,
@@ -97,15 +98,11 @@ export const COUNTER_OF: Int8Array = (() => {
   return t;
 })();
 
-function ascii(s: string): Uint8Array {
-  const b = new Uint8Array(s.length);
-  for (let i = 0; i < s.length; i++) b[i] = s.charCodeAt(i);
-  return b;
-}
-
-const SP = 32;
-const D0 = 48;
-const D9 = 57;
+const D9 = DIGIT_0 + 9;
+/** C's isspace() is SP and TAB through CR (\t \n \v \f \r). */
+const TAB = 9;
+const PLUS = 43;
+const MINUS = 45;
 const U32_MAX = 4294967295;
 const U64_MAX_DIGITS = "18446744073709551615";
 
@@ -200,7 +197,7 @@ export function parseCommand(buf: Uint8Array, start: number, end: number, cmd: C
 
 /** 1..200 allowed bytes, not starting with '-'. */
 export function validName(buf: Uint8Array, s: number, e: number): boolean {
-  if (e <= s || e - s > MAX_TUBE_NAME || buf[s] === 45) return false;
+  if (e <= s || e - s > MAX_TUBE_NAME || buf[s] === MINUS) return false;
   for (let i = s; i < e; i++) if (!NAME_BYTE[buf[i]!]) return false;
   return true;
 }
@@ -235,7 +232,7 @@ class Args {
     let i = this.pos;
     while (i < end && buf[i] === SP) i++;
     const s = i;
-    while (i < end && buf[i]! >= D0 && buf[i]! <= D9) i++;
+    while (i < end && buf[i]! >= DIGIT_0 && buf[i]! <= D9) i++;
     if (i === s) return (this.ok = false);
     this.pos = this.de = i;
     this.ds = s;
@@ -247,7 +244,7 @@ class Args {
     if (!this.ok || !this.#digits()) return 0;
     let v = 0;
     for (let i = this.ds; i < this.de; i++) {
-      v = v * 10 + (this.buf[i]! - D0);
+      v = v * 10 + (this.buf[i]! - DIGIT_0);
       if (v > U32_MAX) {
         this.ok = false;
         return 0;
@@ -261,13 +258,13 @@ class Args {
     if (!this.ok || !this.#digits()) return 0;
     let s = this.ds;
     const e = this.de;
-    while (s < e - 1 && this.buf[s] === D0) s++;
+    while (s < e - 1 && this.buf[s] === DIGIT_0) s++;
     if (e - s > 20 || (e - s === 20 && latin1(this.buf, s, e) > U64_MAX_DIGITS)) {
       this.ok = false;
       return 0;
     }
     let v = 0;
-    for (let i = s; i < e; i++) v = v * 10 + (this.buf[i]! - D0);
+    for (let i = s; i < e; i++) v = v * 10 + (this.buf[i]! - DIGIT_0);
     return v;
   }
 
@@ -275,11 +272,11 @@ class Args {
   #c(): boolean {
     const { buf, end } = this;
     let i = this.pos;
-    while (i < end && (buf[i] === SP || (buf[i]! >= 9 && buf[i]! <= 13))) i++;
+    while (i < end && (buf[i] === SP || (buf[i]! >= TAB && buf[i]! <= CR))) i++;
     let neg = false;
-    if (i < end && (buf[i] === 43 || buf[i] === 45)) neg = buf[i++] === 45;
+    if (i < end && (buf[i] === PLUS || buf[i] === MINUS)) neg = buf[i++] === MINUS;
     this.ds = i;
-    while (i < end && buf[i]! >= D0 && buf[i]! <= D9) i++;
+    while (i < end && buf[i]! >= DIGIT_0 && buf[i]! <= D9) i++;
     this.pos = this.de = i;
     return neg;
   }
@@ -313,7 +310,7 @@ class Args {
     if (ds === de) return 0;
     if (de - ds <= 15) {
       let v = 0;
-      for (let i = ds; i < de; i++) v = v * 10 + (this.buf[i]! - D0);
+      for (let i = ds; i < de; i++) v = v * 10 + (this.buf[i]! - DIGIT_0);
       return (neg ? -v : v) | 0;
     }
     const v = BigInt(latin1(this.buf, ds, de)) * (neg ? -1n : 1n);
