@@ -1,6 +1,7 @@
 // A command line (bytes) -> a typed command. Verbs are matched the way 1.12 matches
 // them (prefixes, in its order), arguments with small strict readers. Parsing writes
-// into one reusable Command, so a line costs no allocation unless it names a tube.
+// into one reusable Command, which owns the reader its arguments are read with, so a
+// line costs no allocation unless it names a tube.
 
 import { CMD_KEYS } from "../core/stats.ts";
 import { ascii, CR, DIGIT_0, SP } from "./bytes.ts";
@@ -53,6 +54,11 @@ export class Command {
   /** pause-tube: the name failed validation after the delay parsed (counts, then BAD_FORMAT). */
   badName = false;
   tube = "";
+  /**
+   * parseCommand's argument reader for this Command's lines: made once with it, so a
+   * parse allocates nothing and no reader state is shared between connections.
+   */
+  readonly args: ArgReader = new ArgReader();
 }
 
 /** [verb bytes, op, takes the rest of the line as arguments] in 1.12's matching order. */
@@ -103,6 +109,7 @@ const D9 = DIGIT_0 + 9;
 const TAB = 9;
 const PLUS = 43;
 const MINUS = 45;
+const EMPTY = new Uint8Array(0);
 const U32_MAX = 4294967295;
 const U64_MAX_DIGITS = "18446744073709551615";
 
@@ -135,7 +142,16 @@ export function parseCommand(buf: Uint8Array, start: number, end: number, cmd: C
   // No-argument commands must be exactly the keyword.
   if (!verb[2]) return (cmd.op = p === end ? op : OP.BAD_FORMAT);
   cmd.op = op;
-  const a = ARGS.reset(buf, p, end);
+  const a = cmd.args.reset(buf, p, end);
+  const result = readArgs(cmd, op, a, buf, p, end);
+  // The reader outlives the line: let go of the input, which an idle connection must
+  // not keep alive (see parser.ts).
+  a.reset(EMPTY, 0, 0);
+  return result;
+}
+
+/** The arguments of op from buf[p, end) into cmd, read with a (reset to that range). */
+function readArgs(cmd: Command, op: Op, a: ArgReader, buf: Uint8Array, p: number, end: number): Op {
   switch (op) {
     case OP.PUT: {
       cmd.pri = a.u32();
@@ -209,9 +225,9 @@ export function latin1(buf: Uint8Array, s: number, e: number): string {
 }
 
 /** Sequential argument readers over one line; the first failure clears `ok`. */
-class Args {
+class ArgReader {
   ok = true;
-  buf: Uint8Array = new Uint8Array(0);
+  buf: Uint8Array = EMPTY;
   pos = 0;
   end = 0;
   /** The digits the last #digits()/#c() call found: buf[ds, de). */
@@ -321,5 +337,3 @@ class Args {
     return Number(BigInt.asIntN(32, v));
   }
 }
-
-const ARGS = new Args();
