@@ -1,16 +1,9 @@
 // Serve the HTTP side port (protocol/http/handler.ts) with this runtime's own server:
 // Deno.serve or Bun.serve. Loaded lazily, like listen.ts, so that each runtime only
-// ever loads its own adapter.
+// ever loads its own adapter. The types they share live in types.ts, so that neither
+// imports this file back (a cycle scripts/check_cycles.mjs refuses).
 
-/** A request handler over web-standard Request/Response. */
-export type Handler = (req: Request) => Promise<Response>;
-
-/** A running HTTP server. */
-export interface HttpListening {
-  /** The bound address (the real port when 0 was asked for). */
-  address: { host: string; port: number };
-  close(): Promise<void>;
-}
+import type { Handler, HttpListening } from "./types.ts";
 
 export async function serveHttp(handler: Handler, addr: { host: string; port: number }): Promise<HttpListening> {
   if ("Deno" in globalThis) return (await import("./http_deno.ts")).serveDeno(handler, addr);

@@ -1,5 +1,5 @@
 // Bun entry for the HTTP side port: Bun.serve.
-import type { Handler, HttpListening } from "./http.ts";
+import type { Handler, HttpListening } from "./types.ts";
 
 // Just the part of Bun's API used here, so that other runtimes' type checkers need no Bun types.
 declare const Bun: {

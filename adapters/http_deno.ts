@@ -1,5 +1,5 @@
 // Deno entry for the HTTP side port: Deno.serve, resolved once it listens.
-import type { Handler, HttpListening } from "./http.ts";
+import type { Handler, HttpListening } from "./types.ts";
 
 export function serveDeno(handler: Handler, addr: { host: string; port: number }): Promise<HttpListening> {
   return new Promise((resolve, reject) => {

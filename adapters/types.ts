@@ -1,4 +1,4 @@
-// What the runtime adapters share.
+// What the runtime adapters share: the listeners' types and the HTTP side port's.
 
 /**
  * Where to listen: TCP host and port, a UNIX socket path, or an already listening
@@ -34,6 +34,16 @@ export function peerName(subject: Record<string, unknown> | undefined): string |
   if (!subject) return undefined;
   const parts = Object.entries(subject).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join("+") : String(v)}`);
   return parts.length ? `client=${parts.join(",")}` : undefined;
+}
+
+/** A request handler over web-standard Request/Response (the HTTP side port's). */
+export type Handler = (req: Request) => Promise<Response>;
+
+/** A running HTTP server (serveHttp() in http.ts). */
+export interface HttpListening {
+  /** The bound address (the real port when 0 was asked for). */
+  address: { host: string; port: number };
+  close(): Promise<void>;
 }
 
 /** How listen() serves a listener: plain (the default) or TLS. */

@@ -1,8 +1,10 @@
 // A command line (bytes) -> a typed command. Verbs are matched the way 1.12 matches
 // them (prefixes, in its order), arguments with small strict readers. Parsing writes
-// into one reusable Command, so a line costs no allocation unless it names a tube.
+// into one reusable Command, which owns the reader its arguments are read with, so a
+// line costs no allocation unless it names a tube.
 
 import { CMD_KEYS } from "./counters.ts";
+import { ascii, CR, DIGIT_0, SP } from "./bytes.ts";
 
 export const OP = {
   BAD_FORMAT: 0,
@@ -52,6 +54,11 @@ export class Command {
   /** pause-tube: the name failed validation after the delay parsed (counts, then BAD_FORMAT). */
   badName = false;
   tube = "";
+  /**
+   * parseCommand's argument reader for this Command's lines: made once with it, so a
+   * parse allocates nothing and no reader state is shared between connections.
+   */
+  readonly args: ArgReader = new ArgReader();
 }
 
 /** [verb bytes, op, takes the rest of the line as arguments] in 1.12's matching order. */
@@ -97,15 +104,12 @@ export const COUNTER_OF: Int8Array = (() => {
   return t;
 })();
 
-function ascii(s: string): Uint8Array {
-  const b = new Uint8Array(s.length);
-  for (let i = 0; i < s.length; i++) b[i] = s.charCodeAt(i);
-  return b;
-}
-
-const SP = 32;
-const D0 = 48;
-const D9 = 57;
+const D9 = DIGIT_0 + 9;
+/** C's isspace() is SP and TAB through CR (\t \n \v \f \r). */
+const TAB = 9;
+const PLUS = 43;
+const MINUS = 45;
+const EMPTY = new Uint8Array(0);
 const U32_MAX = 4294967295;
 const U64_MAX_DIGITS = "18446744073709551615";
 
@@ -138,7 +142,16 @@ export function parseCommand(buf: Uint8Array, start: number, end: number, cmd: C
   // No-argument commands must be exactly the keyword.
   if (!verb[2]) return (cmd.op = p === end ? op : OP.BAD_FORMAT);
   cmd.op = op;
-  const a = ARGS.reset(buf, p, end);
+  const a = cmd.args.reset(buf, p, end);
+  const result = readArgs(cmd, op, a, buf, p, end);
+  // The reader outlives the line: let go of the input, which an idle connection must
+  // not keep alive (see parser.ts).
+  a.reset(EMPTY, 0, 0);
+  return result;
+}
+
+/** The arguments of op from buf[p, end) into cmd, read with a (reset to that range). */
+function readArgs(cmd: Command, op: Op, a: ArgReader, buf: Uint8Array, p: number, end: number): Op {
   switch (op) {
     case OP.PUT: {
       cmd.pri = a.u32();
@@ -200,7 +213,7 @@ export function parseCommand(buf: Uint8Array, start: number, end: number, cmd: C
 
 /** 1..200 allowed bytes, not starting with '-'. */
 export function validName(buf: Uint8Array, s: number, e: number): boolean {
-  if (e <= s || e - s > MAX_TUBE_NAME || buf[s] === 45) return false;
+  if (e <= s || e - s > MAX_TUBE_NAME || buf[s] === MINUS) return false;
   for (let i = s; i < e; i++) if (!NAME_BYTE[buf[i]!]) return false;
   return true;
 }
@@ -212,9 +225,9 @@ export function latin1(buf: Uint8Array, s: number, e: number): string {
 }
 
 /** Sequential argument readers over one line; the first failure clears `ok`. */
-class Args {
+class ArgReader {
   ok = true;
-  buf: Uint8Array = new Uint8Array(0);
+  buf: Uint8Array = EMPTY;
   pos = 0;
   end = 0;
   /** The digits the last #digits()/#c() call found: buf[ds, de). */
@@ -235,7 +248,7 @@ class Args {
     let i = this.pos;
     while (i < end && buf[i] === SP) i++;
     const s = i;
-    while (i < end && buf[i]! >= D0 && buf[i]! <= D9) i++;
+    while (i < end && buf[i]! >= DIGIT_0 && buf[i]! <= D9) i++;
     if (i === s) return (this.ok = false);
     this.pos = this.de = i;
     this.ds = s;
@@ -247,7 +260,7 @@ class Args {
     if (!this.ok || !this.#digits()) return 0;
     let v = 0;
     for (let i = this.ds; i < this.de; i++) {
-      v = v * 10 + (this.buf[i]! - D0);
+      v = v * 10 + (this.buf[i]! - DIGIT_0);
       if (v > U32_MAX) {
         this.ok = false;
         return 0;
@@ -261,13 +274,13 @@ class Args {
     if (!this.ok || !this.#digits()) return 0;
     let s = this.ds;
     const e = this.de;
-    while (s < e - 1 && this.buf[s] === D0) s++;
+    while (s < e - 1 && this.buf[s] === DIGIT_0) s++;
     if (e - s > 20 || (e - s === 20 && latin1(this.buf, s, e) > U64_MAX_DIGITS)) {
       this.ok = false;
       return 0;
     }
     let v = 0;
-    for (let i = s; i < e; i++) v = v * 10 + (this.buf[i]! - D0);
+    for (let i = s; i < e; i++) v = v * 10 + (this.buf[i]! - DIGIT_0);
     return v;
   }
 
@@ -275,11 +288,11 @@ class Args {
   #c(): boolean {
     const { buf, end } = this;
     let i = this.pos;
-    while (i < end && (buf[i] === SP || (buf[i]! >= 9 && buf[i]! <= 13))) i++;
+    while (i < end && (buf[i] === SP || (buf[i]! >= TAB && buf[i]! <= CR))) i++;
     let neg = false;
-    if (i < end && (buf[i] === 43 || buf[i] === 45)) neg = buf[i++] === 45;
+    if (i < end && (buf[i] === PLUS || buf[i] === MINUS)) neg = buf[i++] === MINUS;
     this.ds = i;
-    while (i < end && buf[i]! >= D0 && buf[i]! <= D9) i++;
+    while (i < end && buf[i]! >= DIGIT_0 && buf[i]! <= D9) i++;
     this.pos = this.de = i;
     return neg;
   }
@@ -313,7 +326,7 @@ class Args {
     if (ds === de) return 0;
     if (de - ds <= 15) {
       let v = 0;
-      for (let i = ds; i < de; i++) v = v * 10 + (this.buf[i]! - D0);
+      for (let i = ds; i < de; i++) v = v * 10 + (this.buf[i]! - DIGIT_0);
       return (neg ? -v : v) | 0;
     }
     const v = BigInt(latin1(this.buf, ds, de)) * (neg ? -1n : 1n);
@@ -324,5 +337,3 @@ class Args {
     return Number(BigInt.asIntN(32, v));
   }
 }
-
-const ARGS = new Args();

@@ -10,6 +10,8 @@
 // which is dropped again once it is consumed: an idle connection holds no input
 // buffer at all. Bodies are copied once, into their own Uint8Array.
 
+import { CR, LF } from "./bytes.ts";
+
 /** Result codes of next(). */
 export const NEED_MORE = 0;
 /** A command line is at lineBuf[lineStart, lineEnd) (CRLF excluded). */
@@ -27,8 +29,6 @@ export type ParseEvent = typeof NEED_MORE | typeof LINE | typeof OVERLONG | type
 /** beanstalkd's line buffer, CRLF included: enough for the longest legal command. */
 export const LINE_MAX = 224;
 
-const CR = 13;
-const LF = 10;
 const MODE_LINE = 0;
 const MODE_DISCARD = 1;
 const MODE_BODY = 2;

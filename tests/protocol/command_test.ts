@@ -156,3 +156,15 @@ describe("tube names", () => {
     assert.equal(parse("pause-tube x 1 ").name, "BAD_FORMAT");
   });
 });
+
+describe("the argument reader", () => {
+  it("is each Command's own, and keeps no line once the parse is done", () => {
+    const a = new Command();
+    const b = new Command();
+    assert.notEqual(a.args, b.args);
+    const line = Uint8Array.from("release 7 1 2", (c) => c.charCodeAt(0));
+    assert.equal(parseCommand(line, 0, line.length, a), OP.RELEASE);
+    assert.deepEqual([a.id, a.pri, a.delay], [7, 1, 2]);
+    assert.equal(a.args.buf.length, 0, "the reader let go of the line");
+  });
+});

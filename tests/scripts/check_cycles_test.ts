@@ -1,0 +1,162 @@
+// scripts/check_cycles.mjs on small made-up trees: each kind of cycle, a layering
+// violation and a seam violation is reported (exit 1, the files named); a clean tree passes.
+import { after, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { ROOT } from "../harness/paths.ts";
+
+const SCRIPT = join(ROOT, "scripts", "check_cycles.mjs");
+const made: string[] = [];
+after(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A temp root holding these files (paths relative to it), adapters/, core/ and protocol/ always present. */
+function tree(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), "tubeway-cycles-"));
+  made.push(dir);
+  for (const sub of ["adapters", "core", "protocol"]) mkdirSync(join(dir, sub));
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  return dir;
+}
+
+function check(dir: string, ...flags: string[]): { status: number | null; out: string; err: string } {
+  const r = spawnSync("node", [SCRIPT, "--root", dir, ...flags], { encoding: "utf8", timeout: 30_000 });
+  return { status: r.status, out: r.stdout, err: r.stderr };
+}
+
+/** Exit 1, and every one of `names` appears in the message. */
+function assertReported(r: { status: number | null; err: string }, ...names: Array<string | RegExp>): void {
+  assert.equal(r.status, 1, `expected a failure, got ${r.status}: ${r.err}`);
+  for (const name of names) {
+    if (typeof name === "string") assert.ok(r.err.includes(name), `"${name}" not in: ${r.err}`);
+    else assert.match(r.err, name);
+  }
+}
+
+/** The layers as they should be, with the decoys a plain regex would trip on. */
+const CLEAN = {
+  "core/c.ts": 'export const c = 1;\n// import { p } from "../protocol/p.ts";\n',
+  "core/stats.ts": "export const CMD_KEYS = [];\n",
+  "core/queue.ts": 'import { c } from "./c.ts";\nexport class Queue {}\nexport const q = c;\n',
+  "protocol/p.ts": [
+    'import { c } from "../core/c.ts";',
+    'import type { CMD_KEYS } from "../core/stats.ts";',
+    '/* import type { A } from "../adapters/a.ts"; */',
+    "const quote = /[\"'`]/;",
+    "const text = \"import('../adapters/a.ts')\";",
+    'const tpl = `${c} import("./q.ts")`;',
+    "export const p = [c, quote, text, tpl] as unknown as typeof CMD_KEYS;",
+  ].join("\n"),
+  "protocol/q.ts": 'export * from "./p.ts";\nexport type { c } from "../core/c.ts";\n',
+  "adapters/a.ts": [
+    'import { p } from "../protocol/p.ts";',
+    'import "../core/c.ts";',
+    'export async function load() {\n  return (await import("./b.ts")).b + p.length;\n}',
+  ].join("\n"),
+  "adapters/b.ts": 'import type { Queue } from "../core/queue.ts";\nexport const b = 2 as unknown as Queue;\n',
+};
+
+describe("check_cycles.mjs", () => {
+  it("passes a clean tree, comments and strings that look like imports included", () => {
+    const r = check(tree(CLEAN));
+    assert.equal(r.status, 0, r.err);
+    assert.match(r.out, /cycles: none among 7 files/);
+    assert.match(r.out, /seam: protocol\/ imports none/);
+  });
+
+  it("reports a static cycle", () => {
+    const r = check(tree({
+      "core/a.ts": 'import { b } from "./b.ts";\nexport const a = b;\n',
+      "core/b.ts": 'export { x as b } from "./x/c.ts";\n',
+      // A regex holding a backtick, read as a template, would swallow the import after it.
+      "core/x/c.ts": 'const tick = /`/;\nimport { a } from "../a.ts";\nexport const x = [a, tick];\n',
+    }));
+    assertReported(r, /import cycle: core\/a\.ts .*-> core\/x\/c\.ts .*-> core\/a\.ts/, "core/b.ts");
+  });
+
+  it("reports a cycle of type-only imports", () => {
+    const r = check(tree({
+      "protocol/x.ts": 'import type { Y } from "./y.ts";\nexport interface X { y: Y }\n',
+      "protocol/y.ts": 'export type { X as Y } from "./x.ts";\n',
+    }));
+    assertReported(r, /import cycle: protocol\/x\.ts -\(import type, line 1\)-> protocol\/y\.ts -\(export type from/);
+  });
+
+  it("reports a cycle through a dynamic import, as adapters/http.ts had one", () => {
+    const r = check(tree({
+      "adapters/http.ts": [
+        "export type Handler = (req: Request) => Promise<Response>;",
+        "export async function serve(h: Handler) {",
+        '  return (await import("./http_deno.ts")).serveDeno(h);',
+        "}",
+      ].join("\n"),
+      "adapters/http_deno.ts": 'import type { Handler } from "./http.ts";\nexport function serveDeno(h: Handler) {}\n',
+    }));
+    assertReported(
+      r,
+      /adapters\/http\.ts -\(import\(\), line 3\)-> adapters\/http_deno\.ts -\(import type, line 1\)->/,
+    );
+  });
+
+  it("reports a cycle through a side-effect import", () => {
+    const r = check(tree({
+      "adapters/a.ts": 'import "./b.ts";\n',
+      "adapters/b.ts": 'import { a } from "./a.ts";\n',
+    }));
+    assertReported(r, "side-effect import", "adapters/a.ts", "adapters/b.ts");
+  });
+
+  it("reports layering violations: core/ up to protocol/ or adapters/, protocol/ up to adapters/", () => {
+    const r = check(tree({
+      "core/c.ts": 'import type { P } from "../protocol/p.ts";\nexport const c = 1;\n',
+      "core/d.ts": 'export const d = () => import("../adapters/a.ts");\n',
+      "protocol/p.ts": 'export type P = number;\nexport const l = () => import("../adapters/a.ts");\n',
+      "adapters/a.ts": "export const a = 1;\n",
+    }));
+    assertReported(
+      r,
+      "core/c.ts:1 imports protocol/p.ts (import type): core/ must not depend on protocol/",
+      "core/d.ts:1 imports adapters/a.ts (import()): core/ must not depend on adapters/",
+      "protocol/p.ts:2 imports adapters/a.ts (import()): protocol/ must not depend on adapters/",
+    );
+    assert.doesNotMatch(r.err, /cycle/);
+  });
+
+  it("reports protocol/ importing core's queue internals (the seam rule), and --no-seam skips it", () => {
+    const dir = tree({
+      "core/queue.ts": "export class Queue {}\n",
+      "core/queue_upkeep.ts": "export const u = 1;\n",
+      "core/binlog/wal/segment.ts": "export const s = 1;\n",
+      "core/stats.ts": "export const CMD_KEYS = [];\n",
+      "protocol/d.ts": 'import type { Queue } from "../core/queue.ts";\nimport { CMD_KEYS } from "../core/stats.ts";\n',
+      "protocol/http/v.ts": [
+        'export { u } from "../../core/queue_upkeep.ts";',
+        'export const s = () => import("../../core/binlog/wal/segment.ts");',
+      ].join("\n"),
+    });
+    const r = check(dir);
+    assertReported(
+      r,
+      "protocol/d.ts:1 imports core/queue.ts (import type): seam rule, protocol/ must not import core/queue.ts",
+      "protocol/http/v.ts:1 imports core/queue_upkeep.ts (export from): seam rule, protocol/ must not import core/queue_*.ts",
+      "protocol/http/v.ts:2 imports core/binlog/wal/segment.ts (import()): seam rule, protocol/ must not import core/binlog/**",
+    );
+    assert.doesNotMatch(r.err, /stats\.ts/);
+    const skipped = check(dir, "--no-seam");
+    assert.equal(skipped.status, 0, skipped.err);
+    assert.match(skipped.out, /seam rule skipped \(--no-seam\)/);
+  });
+
+  it("refuses an unknown argument", () => {
+    const r = check(tree({}), "--seam-off");
+    assert.equal(r.status, 2);
+    assert.match(r.err, /unknown argument: --seam-off/);
+  });
+});
