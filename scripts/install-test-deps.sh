@@ -4,7 +4,7 @@
 #   php-cli + php-pda-pheanstalk   the PHP client pheanstalk (tests/system/clients/pheanstalk.php)
 #   ruby + ruby-beaneater          the Ruby client beaneater (tests/system/clients/beaneater.rb)
 #   openssl             makes the certificates of the TLS tests (not in a minimal Debian)
-#   stunnel4            the README's stunnel client-mode setup (tests/system/stunnel_test.ts)
+#   stunnel4            docs/tls.md's stunnel client-mode setup (tests/system/tls_clients_test.ts)
 #   chromium            the browser the dashboard test drives headless (puppeteer-core)
 #   gcc                 builds the bench's native load generator (bench/native; the
 #                       bench smoke test runs it, and falls back to the JS one without)

@@ -10,7 +10,7 @@
 // 9.5-10 KB each, a bare Deno.listen server 8.6 KB). TUBEWAY_MEMORY_REFERENCE=1
 // runs the same scenarios against beanstalkd 1.12, for the figures beside ours.
 // Latency limits here are generous (a loaded 2-core CI box); the figures printed are
-// what the README's Reliability section reports.
+// what docs/reliability.md reports.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";

@@ -1,6 +1,6 @@
-// The README's two ways for a stock client to reach the TLS port under mTLS: natively,
+// docs/tls.md's two ways for a stock client to reach the TLS port under mTLS: natively,
 // where the client lets you hand it a TLS socket (pheanstalk's SocketFactoryInterface),
-// and otherwise through stunnel in client mode next to the worker (the README's config,
+// and otherwise through stunnel in client mode next to the worker (that page's config,
 // with this test's certificates) with the unchanged npm client fivebeans running its
 // whole check script through it.
 import { after, before, describe, it } from "node:test";
@@ -31,7 +31,7 @@ function runClient(cmd: string, args: string[]): Promise<{ err: Error | null; st
 }
 const SERVER = RUNTIME === "bun" ? [...BUN_SERVER] : [...DENO_SERVER];
 
-/** stunnel in client mode, as in the README; with or without this worker's certificate. */
+/** stunnel in client mode, as in docs/tls.md; with or without this worker's certificate. */
 async function startStunnel(c: Certs, tlsPort: number, withCert: boolean) {
   const port = await freePort();
   const conf = join(c.dir, `stunnel-${port}.conf`);

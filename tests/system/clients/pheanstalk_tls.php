@@ -1,6 +1,6 @@
 <?php
 // pheanstalk (Debian's php-pda-pheanstalk, 4.x) over TLS with a client certificate,
-// using nothing but its public SocketFactoryInterface: the README's "native TLS" way.
+// using nothing but its public SocketFactoryInterface: docs/tls.md's "native TLS" way.
 // Usage: php tests/system/clients/pheanstalk_tls.php HOST PORT CA_FILE CERT_FILE KEY_FILE
 // (CERT_FILE and KEY_FILE "-": present no client certificate.)
 declare(strict_types=1);
