@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { BUN, BUN_SERVER, DENO, DENO_SERVER, ROOT, which } from "./paths.ts";
 import { type Address, dial } from "./wire.ts";
 import { DENO_V8_FLAGS } from "../../adapters/deno_flags.ts";
+import type { Lateness } from "./async_engine.ts";
 
 /** A running server under test. */
 export interface Running {
@@ -126,35 +127,52 @@ export const bunServer: Target = {
   start: (flags) => startProcess([...BUN_SERVER], flags),
 };
 
+/**
+ * tubeway in this test process, on this runtime's listener (Deno.listen or Bun.listen);
+ * with `late`, on the in-memory engine wrapped so that its answers come later
+ * (harness/async_engine.ts): the seam's proof.
+ */
+function inProcessTarget(name: string, late?: Lateness): Target {
+  return {
+    name,
+    unavailable: () => undefined,
+    async start(flags = []) {
+      const { hostInfo, memoryEngine, runtimeTurns, Service, listen, parseConfig } = await import("../../mod.ts");
+      const parsed = parseConfig(flags);
+      if (parsed.kind !== "run") throw new Error(`bad flags for in-process server: ${flags.join(" ")}`);
+      const logs: string[] = [];
+      const memory = memoryEngine({ maxJobSize: parsed.config.maxJobSize });
+      const engine = late ? new (await import("./async_engine.ts")).LateEngine(memory, late) : memory;
+      const svc = new Service(engine, {
+        host: hostInfo(),
+        turns: runtimeTurns(),
+        log: (l) => logs.push(l),
+        error: (l) => logs.push(l),
+      });
+      const l = await listen(svc, { host: "127.0.0.1", port: 0 });
+      const a = l.address as { host: string; port: number };
+      return {
+        addr: { host: "127.0.0.1", port: a.port },
+        drain: () => svc.drain(),
+        output: () => logs.join("\n"),
+        stop: async () => {
+          l.close();
+          svc.close();
+          await new Promise((r) => setTimeout(r, 10));
+        },
+      };
+    },
+  };
+}
+
 /** tubeway in this test process, on this runtime's listener (Deno.listen or Bun.listen). */
-export const inProcess: Target = {
-  name: "in-process",
-  unavailable: () => undefined,
-  async start(flags = []) {
-    const { hostInfo, memoryEngine, runtimeTurns, Service, listen, parseConfig } = await import("../../mod.ts");
-    const parsed = parseConfig(flags);
-    if (parsed.kind !== "run") throw new Error(`bad flags for in-process server: ${flags.join(" ")}`);
-    const logs: string[] = [];
-    const svc = new Service(memoryEngine({ maxJobSize: parsed.config.maxJobSize }), {
-      host: hostInfo(),
-      turns: runtimeTurns(),
-      log: (l) => logs.push(l),
-      error: (l) => logs.push(l),
-    });
-    const l = await listen(svc, { host: "127.0.0.1", port: 0 });
-    const a = l.address as { host: string; port: number };
-    return {
-      addr: { host: "127.0.0.1", port: a.port },
-      drain: () => svc.drain(),
-      output: () => logs.join("\n"),
-      stop: async () => {
-        l.close();
-        svc.close();
-        await new Promise((r) => setTimeout(r, 10));
-      },
-    };
-  },
-};
+export const inProcess: Target = inProcessTarget("in-process");
+
+/** In process, every engine answer an already-resolved promise. */
+export const inProcessResolved: Target = inProcessTarget("in-process, engine answers by resolved promise", "resolved");
+
+/** In process, every engine answer 0-2 ms late, at random. */
+export const inProcessJitter: Target = inProcessTarget("in-process, engine answers 0-2 ms late", "jitter");
 
 let built: Promise<string> | undefined;
 
@@ -219,6 +237,8 @@ export const denoBinary: Target = {
 /** The targets the wire suite runs against (the deno-compiled binary where DENORT_BIN allows). */
 export const tubewayTargets: Target[] = [
   inProcess,
+  inProcessResolved,
+  inProcessJitter,
   denoServer,
   bunServer,
   binary,
