@@ -63,7 +63,7 @@ export interface ConnectionOwner extends ConnectionContext {
   forget(c: Connection): void;
 }
 
-export class Connection {
+export class Connection implements Settling {
   /** Called when the connection wants input again after `wantsInput` was false. */
   onResume: (() => void) | undefined;
 
@@ -95,8 +95,6 @@ export class Connection {
   #eof = false;
   /** A command of this batch changed something: its replies wait for the engine (settle). */
   #changed = false;
-  /** This connection as the engine's Settling, made the first time a batch waits. */
-  #settlingAs: Settling | undefined;
 
   constructor(owner: ConnectionOwner, transport: Transport) {
     this.#owner = owner;
@@ -214,13 +212,7 @@ export class Connection {
     if (this.#settling || this.#pending) return;
     const changed = this.#changed;
     this.#changed = false;
-    if (
-      this.#s.engine.settle(
-        this.#settlingAs ??= { settled: (ok, why) => this.#settled(ok, why) },
-        changed,
-        this.#s.out.size > 0,
-      )
-    ) {
+    if (this.#s.engine.settle(this, changed, this.#s.out.size > 0)) {
       this.#settling = true;
       return;
     }
@@ -276,8 +268,12 @@ export class Connection {
     this.#s.out.bytes(R.INTERNAL_ERROR);
   }
 
-  /** The engine let this batch's replies go (ok), or lost what they acknowledge: drop the connection. */
-  #settled(ok: boolean, why?: string): void {
+  /**
+   * @internal The engine (Engine.settle) lets this batch's replies go (ok), or lost what
+   * they acknowledge: drop the connection. A method, not a closure: a connection that
+   * ran a command should hold no more than an idle one.
+   */
+  settled(ok: boolean, why?: string): void {
     if (this.#closed) return;
     if (!ok) {
       // Send none of this batch's replies and drop the connection: the client sees a
