@@ -22,7 +22,30 @@
  */
 export { PROTOCOL_VERSION, Service, type ServiceOptions } from "./protocol/service.ts";
 export { memoryEngine } from "./core/queue.ts";
-export type { Answer, Engine } from "./core/engine.ts";
+export type {
+  Answer,
+  Engine,
+  EngineClient,
+  EngineMetrics,
+  EngineStats,
+  HistogramView,
+  Inserted,
+  JobList,
+  JobOut,
+  JobSnapshot,
+  JobState,
+  JobStats,
+  ListState,
+  LogHealth,
+  LogStats,
+  PutResult,
+  Refusal,
+  Settling,
+  TubeSnapshot,
+  TubeStats,
+  WaitEnd,
+  Wake,
+} from "./core/engine.ts";
 export { runtimeTurns } from "./adapters/turns.ts";
 export type { HostInfo } from "./protocol/host.ts";
 export { serveStreams, type StreamPair } from "./protocol/streams.ts";

@@ -32,7 +32,9 @@ export const systemClock: Clock = {
  * that gathers what this turn's reads produced, such as the log's shared append).
  */
 export interface Turns {
+  /** Run f once the event loop has polled the sockets. */
   afterIO(f: () => void): void;
+  /** Run f once this turn's callbacks have run. */
   afterTurn(f: () => void): void;
 }
 

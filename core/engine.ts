@@ -12,7 +12,6 @@
 // the in-memory engine, a commit for a database). Connections, command counters and
 // producer/worker counts are the protocol's (per node); jobs and tubes the engine's.
 import type { Clock } from "./clock.ts";
-import type { Histogram } from "./histogram.ts";
 
 /** An answer now, or later. */
 export type Answer<T> = T | Promise<T>;
@@ -20,14 +19,29 @@ export type Answer<T> = T | Promise<T>;
 /** Job states as the protocol names them. */
 export type JobState = "ready" | "reserved" | "delayed" | "buried";
 
+/** A latency histogram as the metrics port reads it (core/histogram.ts keeps one). */
+export interface HistogramView {
+  /** Upper bounds of the buckets, ms. */
+  readonly boundsMs: readonly number[];
+  /** Observations per bucket, not cumulative; the last one is +Inf. */
+  readonly counts: ArrayLike<number>;
+  /** Observations in all. */
+  readonly count: number;
+  /** Their sum, ms. */
+  readonly sumMs: number;
+}
+
 /** A job as a reply shows it: its id and body (with its trailing CRLF; never mutate it). */
 export interface JobOut {
+  /** The job id. */
   readonly id: number;
+  /** Body with its trailing CRLF (never mutate it). */
   readonly body: Uint8Array;
 }
 
 /** A put that stored its job. */
 export interface Inserted {
+  /** The job id. */
   readonly id: number;
 }
 
@@ -62,37 +76,65 @@ export interface Settling {
 
 /** A snapshot of one job for stats-job (times in whole seconds). */
 export interface JobStats {
+  /** The job id. */
   id: number;
+  /** Its tube. */
   tube: string;
+  /** Its state. */
   state: JobState;
+  /** Priority (0 is most urgent). */
   pri: number;
+  /** Seconds since it was put. */
   age: number;
+  /** Delay of the last put or release, seconds. */
   delay: number;
+  /** Time to run, seconds. */
   ttr: number;
+  /** Seconds until a reserved job's TTR ends or a delayed job is ready; 0 otherwise. */
   timeLeft: number;
+  /** The log file holding it (0 without a log). */
   file: number;
+  /** Times reserved. */
   reserves: number;
+  /** Reservations that ran out of TTR. */
   timeouts: number;
+  /** Times released. */
   releases: number;
+  /** Times buried. */
   buries: number;
+  /** Times kicked. */
   kicks: number;
 }
 
 /** A snapshot of one tube for stats-tube. */
 export interface TubeStats {
+  /** The tube's name. */
   name: string;
+  /** Ready jobs with priority < 1024. */
   urgent: number;
+  /** Ready jobs. */
   ready: number;
+  /** Reserved jobs. */
   reserved: number;
+  /** Delayed jobs. */
   delayed: number;
+  /** Buried jobs. */
   buried: number;
+  /** Jobs put since it was created (the server: since start). */
   totalJobs: number;
+  /** Connections using it. */
   using: number;
+  /** Connections watching it. */
   watching: number;
+  /** Connections waiting in reserve on it. */
   waiting: number;
+  /** delete commands on its jobs. */
   cmdDelete: number;
+  /** pause-tube commands on it. */
   cmdPauseTube: number;
+  /** Length of the current pause, seconds (0: not paused). */
   pause: number;
+  /** Seconds until the pause ends. */
   pauseTimeLeft: number;
 }
 
@@ -108,26 +150,41 @@ export interface TubeSnapshot extends TubeStats {
 
 /** The engine's part of `stats`: jobs, tubes and the log. */
 export interface EngineStats {
+  /** Ready jobs with priority < 1024. */
   urgent: number;
+  /** Ready jobs. */
   ready: number;
+  /** Reserved jobs. */
   reserved: number;
+  /** Delayed jobs. */
   delayed: number;
+  /** Buried jobs. */
   buried: number;
+  /** Tubes that exist. */
   tubes: number;
   /** Clients waiting in reserve. */
   waiting: number;
+  /** Jobs put since it was created (the server: since start). */
   totalJobs: number;
+  /** Reservations that ran out of TTR since start. */
   jobTimeouts: number;
+  /** In drain mode. */
   draining: boolean;
+  /** The binlog-* keys. */
   binlog: LogStats;
 }
 
 /** The binlog-* keys of `stats` (zeros but maxSize without a log). */
 export interface LogStats {
+  /** Sequence number of the oldest log file (0 without a log). */
   oldestIndex: number;
+  /** Sequence number of the log file being written. */
   currentIndex: number;
+  /** Size at which a log file is closed (-s). */
   maxSize: number;
+  /** Records written since start. */
   recordsWritten: number;
+  /** Records moved by compaction since start. */
   recordsMigrated: number;
 }
 
@@ -142,14 +199,15 @@ export interface LogHealth {
   /** False after a failed write or fsync, until a later one succeeds (/readyz). */
   writable: boolean;
   /** Duration of each fsync round (ms). */
-  fsync: Histogram;
+  fsync: HistogramView;
 }
 
 /** What the metrics port reads beyond `stats`. */
 export interface EngineMetrics {
-  /** ready -> reserved, reserved -> deleted (ms). */
-  readyToReserve: Histogram;
-  reserveToDelete: Histogram;
+  /** ready -> reserved (ms). */
+  readyToReserve: HistogramView;
+  /** reserved -> deleted (ms), for jobs deleted while reserved. */
+  reserveToDelete: HistogramView;
   /** Absent without a log. */
   log: LogHealth | undefined;
 }
@@ -159,17 +217,27 @@ export type ListState = "ready" | "delayed" | "buried";
 
 /** One job in a listing (the dashboard's), in the order the engine serves them. */
 export interface JobSnapshot {
+  /** The job id. */
   id: number;
+  /** Priority (0 is most urgent). */
   pri: number;
+  /** Ms since it was put. */
   ageMs: number;
+  /** Delay of the last put or release, ms. */
   delayMs: number;
+  /** Time to run, ms. */
   ttrMs: number;
   /** Delayed jobs: ms until ready; 0 otherwise. */
   timeLeftMs: number;
+  /** Times reserved. */
   reserves: number;
+  /** Reservations that ran out of TTR. */
   timeouts: number;
+  /** Times released. */
   releases: number;
+  /** Times buried. */
   buries: number;
+  /** Times kicked. */
   kicks: number;
   /** Body without its trailing CRLF. */
   body: Uint8Array;
@@ -177,10 +245,13 @@ export interface JobSnapshot {
 
 /** A page of a tube's jobs in one state. */
 export interface JobList {
+  /** Its tube. */
   tube: string;
+  /** Its state. */
   state: ListState;
   /** Jobs of the tube in that state, listed or not. */
   total: number;
+  /** The jobs listed. */
   jobs: JobSnapshot[];
 }
 
@@ -219,22 +290,35 @@ export interface Engine {
   reserve(c: EngineClient, timeoutMs: number): Answer<JobOut | WaitEnd | null>;
   /** End c's wait without a job (its peer half-closed): wake gets TIMED_OUT. */
   cancelWait(c: EngineClient): void;
+  /** reserve-job: a ready, delayed or buried job by id, in any tube. */
   reserveJob(c: EngineClient, id: number): Answer<JobOut | undefined>;
+  /** A job reserved by c, or one that is ready, delayed or buried. */
   delete(c: EngineClient, id: number): Answer<"DELETED" | Refusal>;
+  /** A job reserved by c back to ready (or delayed), with a new priority. */
   release(c: EngineClient, id: number, pri: number, delaySec: number): Answer<"RELEASED" | Refusal>;
+  /** A job reserved by c to its tube's buried list. */
   bury(c: EngineClient, id: number, pri: number): Answer<"BURIED" | Refusal>;
+  /** A fresh TTR for a job reserved by c; false if c holds no such job. */
   touch(c: EngineClient, id: number): Answer<boolean>;
   /** kick on c's used tube: buried jobs if it has any, else delayed ones. */
   kick(c: EngineClient, bound: number): Answer<number | "INTERNAL_ERROR">;
+  /** kick-job: a buried or delayed job by id, in any tube. */
   kickJob(id: number): Answer<"KICKED" | Refusal>;
 
   // ---- looking
+  /** A job by id, in any state. */
   peek(id: number): Answer<JobOut | undefined>;
+  /** The next ready job of c's used tube. */
   peekReady(c: EngineClient): Answer<JobOut | undefined>;
+  /** The delayed job of c's used tube that is ready soonest. */
   peekDelayed(c: EngineClient): Answer<JobOut | undefined>;
+  /** The oldest-buried job of c's used tube. */
   peekBuried(c: EngineClient): Answer<JobOut | undefined>;
+  /** stats-job. */
   statsJob(id: number): Answer<JobStats | undefined>;
+  /** stats-tube. */
   statsTube(name: string): Answer<TubeStats | undefined>;
+  /** The engine's part of stats. */
   stats(): Answer<EngineStats>;
   /** Every tube name, in list-tubes order. */
   tubeNames(): Answer<string[]>;
@@ -242,9 +326,11 @@ export interface Engine {
   tubes(names: readonly string[]): Answer<TubeSnapshot[]>;
   /** Up to `limit` jobs of a tube in a state, in serving order; undefined if no such tube. */
   listJobs(tube: string, state: ListState, limit: number): Answer<JobList | undefined>;
+  /** Latency histograms and the log's health, for the metrics port (read at once). */
   metrics(): EngineMetrics;
 
   // ---- tubes
+  /** use: c's puts go to this tube from now on. */
   use(c: EngineClient, name: string): void;
   /** Returns the watch count. */
   watch(c: EngineClient, name: string): number;
@@ -256,6 +342,7 @@ export interface Engine {
   // ---- the server
   /** Drain mode: puts are answered DRAINING from now on. */
   drain(): void;
+  /** In drain mode. */
   readonly draining: boolean;
   /**
    * A connection ran a batch of commands and has replies ready (`replies`), some of

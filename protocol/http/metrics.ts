@@ -9,8 +9,7 @@
 // tube names are read first; each slice's snapshots are asked of the engine when the
 // first family reaches it (a tube dropped before that is left out). Samples of one
 // scrape may be taken a few ms apart.
-import type { Engine, TubeSnapshot } from "../../core/engine.ts";
-import type { Histogram } from "../../core/histogram.ts";
+import type { Engine, HistogramView, TubeSnapshot } from "../../core/engine.ts";
 import { CMD_KEYS, type Counters } from "../counters.ts";
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -55,7 +54,7 @@ export function labelValue(v: string): string {
   return /[\\"\n]/.test(v) ? v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n") : v;
 }
 
-function histogram(f: Family, h: Histogram, labels = ""): void {
+function histogram(f: Family, h: HistogramView, labels = ""): void {
   const sep = labels ? "," : "";
   let cumulative = 0;
   for (let i = 0; i < h.boundsMs.length; i++) {
