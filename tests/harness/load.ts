@@ -178,9 +178,24 @@ export class UnreadFlood {
     this.#process = p;
   }
 
-  static async start(addr: Addr, id: number, clients: number): Promise<UnreadFlood> {
+  /** `to`: TCP, a UNIX socket, or TLS (the server verified against the CA file `ca`). */
+  static async start(
+    to: Addr | { path: string } | Addr & { ca: string },
+    id: number,
+    clients: number,
+  ): Promise<UnreadFlood> {
     const script = join(ROOT, "tests/harness/flood_unread_client.ts");
-    const argv = [DENO, "run", "--allow-net", script, addr.host, String(addr.port), String(id), String(clients)];
+    const argv = [
+      DENO,
+      "run",
+      "--allow-net",
+      "--allow-read",
+      "--allow-write",
+      script,
+      JSON.stringify(to),
+      String(id),
+      String(clients),
+    ];
     return new UnreadFlood(await LoadProcess.start(argv, "the flood client", 60_000));
   }
 
@@ -191,7 +206,7 @@ export class UnreadFlood {
 }
 
 /** Put one job of `bytes` bytes into the default tube; returns its id. */
-export async function putJob(addr: Addr, bytes: number): Promise<number> {
+export async function putJob(addr: Addr | { path: string }, bytes: number): Promise<number> {
   const w = await dial(addr);
   try {
     const r = await w.put("p".repeat(bytes));
