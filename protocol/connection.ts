@@ -47,6 +47,14 @@ const OUT_HIGH = 64 * 1024;
 const WAIT_READ_MAX = 64 * 1024;
 
 /**
+ * Otherwise, read no further ahead of the commands processed than this (a client that
+ * pipelines faster than its replies go out): on Bun, a write the kernel takes whole
+ * completes at once, so pending output alone never stopped its reads, and a client that
+ * never read made it hold everything it sent (issue 21).
+ */
+const READ_AHEAD_MAX = 4 * 1024;
+
+/**
  * While the parser throws input away (an over-long line, a body over -z), the
  * connection wants no input for this long after each chunk: read flat out, Bun took an
  * endless line at 1.2 GB/s and other clients waited up to 49 ms (p99 11-23 ms); paced,
@@ -128,7 +136,7 @@ export class Connection implements Settling {
         ? !this.#settling && this.#parser.buffered < WAIT_READ_MAX
         : this.#settling && this.#s.out.size < OUT_HIGH
         ? this.#parser.buffered < WAIT_READ_MAX
-        : !this.#stalled);
+        : !this.#stalled && this.#parser.buffered < READ_AHEAD_MAX);
     if (!want) this.#inputPaused = true;
     return want;
   }

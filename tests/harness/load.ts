@@ -53,37 +53,35 @@ export class RssWatch {
   }
 }
 
+/** Wait until a process's RSS stops falling (GC, freed buffers), bounded; returns the last sample. */
+export async function settled(pid: number, ms = 3000): Promise<number> {
+  let last = rssBytes(pid);
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    await sleep(250);
+    const now = rssBytes(pid);
+    if (now >= last - 256 * 1024) return now;
+    last = now;
+  }
+  return last;
+}
+
 /**
- * A client doing round trips (`list-tube-used`) every intervalMs while a scenario
- * runs, from a process of its own (tests/harness/prober_client.ts); `worst` is the
- * slowest answer (ms), and a round trip still waiting counts for as long as it has
- * waited; `p99` the 99th percentile of the answered ones.
+ * A load generator in a process of its own: it prints "ready" once started, and one
+ * JSON line when its stdin closes, then exits.
  */
-export class Prober {
+class LoadProcess {
   readonly #child: ChildProcess;
   readonly #out: Promise<string>;
-  worst = 0;
-  p99 = 0;
-  count = 0;
-  failure: string | undefined;
 
   private constructor(child: ChildProcess, out: Promise<string>) {
     this.#child = child;
     this.#out = out;
   }
 
-  static async start(addr: Addr, intervalMs = 20, timeoutMs = 10_000): Promise<Prober> {
-    const script = join(ROOT, "tests/harness/prober_client.ts");
-    const argv = RUNTIME === "bun" ? [BUN, "run", script] : [DENO, "run", "--allow-net", script];
-    const child = spawn(argv[0]!, [
-      ...argv.slice(1),
-      addr.host,
-      String(addr.port),
-      String(intervalMs),
-      String(timeoutMs),
-    ], {
-      stdio: ["pipe", "pipe", "inherit"],
-    });
+  /** Run argv and wait (up to startMs) for its "ready". */
+  static async start(argv: string[], what: string, startMs = 20_000): Promise<LoadProcess> {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
     let out = "";
     let ready: () => void = () => {};
     const readyP = new Promise<void>((r) => (ready = r));
@@ -95,24 +93,68 @@ export class Prober {
     const started = await Promise.race([
       readyP.then(() => true),
       exited.then(() => false),
-      sleep(20_000).then(() => false),
+      sleep(startMs).then(() => false),
     ]);
     if (!started) {
       child.kill("SIGKILL");
-      throw new Error(`the prober did not start: ${JSON.stringify(out)}`);
+      throw new Error(`${what} did not start: ${JSON.stringify(out)}`);
     }
-    return new Prober(child, exited);
+    return new LoadProcess(child, exited);
   }
 
-  /** Stop and return the worst latency seen (including a round trip still waiting). */
-  async stop(): Promise<number> {
+  /** Close its stdin and wait for it to exit (killed after 15 s); its JSON line is parsed by the caller. */
+  async stop(what: string): Promise<string> {
     this.#child.stdin!.end();
     const timer = setTimeout(() => this.#child.kill("SIGKILL"), 15_000);
     const out = await this.#out;
     clearTimeout(timer);
     const line = out.split("\n").find((l) => l.startsWith("{"));
-    if (!line) {
-      this.failure = `the prober reported nothing: ${JSON.stringify(out)}`;
+    if (!line) throw new Error(`${what} reported nothing: ${JSON.stringify(out)}`);
+    return line;
+  }
+}
+
+/** argv running one of tests/harness/ on this runtime, with network access. */
+function onThisRuntime(script: string): string[] {
+  const path = join(ROOT, "tests/harness", script);
+  return RUNTIME === "bun" ? [BUN, "run", path] : [DENO, "run", "--allow-net", path];
+}
+
+/**
+ * A client doing round trips (`list-tube-used`) every intervalMs while a scenario
+ * runs, from a process of its own (tests/harness/prober_client.ts); `worst` is the
+ * slowest answer (ms), and a round trip still waiting counts for as long as it has
+ * waited; `p99` the 99th percentile of the answered ones.
+ */
+export class Prober {
+  readonly #process: LoadProcess;
+  worst = 0;
+  p99 = 0;
+  count = 0;
+  failure: string | undefined;
+
+  private constructor(p: LoadProcess) {
+    this.#process = p;
+  }
+
+  static async start(addr: Addr, intervalMs = 20, timeoutMs = 10_000): Promise<Prober> {
+    const argv = [
+      ...onThisRuntime("prober_client.ts"),
+      addr.host,
+      String(addr.port),
+      String(intervalMs),
+      String(timeoutMs),
+    ];
+    return new Prober(await LoadProcess.start(argv, "the prober"));
+  }
+
+  /** Stop and return the worst latency seen (including a round trip still waiting). */
+  async stop(): Promise<number> {
+    let line: string;
+    try {
+      line = await this.#process.stop("the prober");
+    } catch (e) {
+      this.failure = (e as Error).message;
       return this.worst;
     }
     const r = JSON.parse(line) as { worst: number; p99: number; count: number; failure?: string };
@@ -124,8 +166,47 @@ export class Prober {
   }
 }
 
+/**
+ * `clients` connections that each keep writing `peek <id>` and never read, from a
+ * process of its own (tests/harness/flood_unread_client.ts, on Deno whatever runs the
+ * test), until stop().
+ */
+export class UnreadFlood {
+  readonly #process: LoadProcess;
+
+  private constructor(p: LoadProcess) {
+    this.#process = p;
+  }
+
+  /** `to`: TCP, a UNIX socket, or TLS (the server verified against the CA file `ca`). */
+  static async start(
+    to: Addr | { path: string } | Addr & { ca: string },
+    id: number,
+    clients: number,
+  ): Promise<UnreadFlood> {
+    const script = join(ROOT, "tests/harness/flood_unread_client.ts");
+    const argv = [
+      DENO,
+      "run",
+      "--allow-net",
+      "--allow-read",
+      "--allow-write",
+      script,
+      JSON.stringify(to),
+      String(id),
+      String(clients),
+    ];
+    return new UnreadFlood(await LoadProcess.start(argv, "the flood client", 60_000));
+  }
+
+  /** Close every flooding connection: what they sent, and how many the server had closed. */
+  async stop(): Promise<{ sent: number; closedByServer: number }> {
+    return JSON.parse(await this.#process.stop("the flood client"));
+  }
+}
+
 /** Put one job of `bytes` bytes into the default tube; returns its id. */
-export async function putJob(addr: Addr, bytes: number): Promise<number> {
+export async function putJob(addr: Addr | { path: string }, bytes: number): Promise<number> {
   const w = await dial(addr);
   try {
     const r = await w.put("p".repeat(bytes));
@@ -161,8 +242,7 @@ export async function peekFlood(addr: Addr, id: number, clients: number, peeks: 
  * Returns the bytes sent.
  */
 export async function endlessLine(addr: Addr, durationMs: number): Promise<number> {
-  const script = join(ROOT, "tests/harness/endless_line_client.ts");
-  const argv = RUNTIME === "bun" ? [BUN, "run", script] : [DENO, "run", "--allow-net", script];
+  const argv = onThisRuntime("endless_line_client.ts");
   const child = spawn(argv[0]!, [...argv.slice(1), addr.host, String(addr.port), String(durationMs)], {
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -19,7 +19,7 @@ import { BUN_SERVER, DENO, DENO_SERVER, ROOT, RUNTIME, skipUnless } from "../har
 import { BEANSTALKD, type Running, startProcess } from "../harness/targets.ts";
 import { dial } from "../harness/wire.ts";
 import { DENO_V8_FLAGS } from "../../adapters/deno_flags.ts";
-import { endlessLine, leave, manyConnections, peekFlood, Prober, putJob, rssBytes, RssWatch } from "../harness/load.ts";
+import { endlessLine, leave, manyConnections, peekFlood, Prober, putJob, RssWatch, settled } from "../harness/load.ts";
 
 const SOAK = process.env.TUBEWAY_SOAK === "1";
 const REFERENCE = process.env.TUBEWAY_MEMORY_REFERENCE === "1";
@@ -57,19 +57,6 @@ async function countConnections(r: Running, n: number): Promise<void> {
   const m = /current-connections: (\d+)/.exec(await w.cmd("stats"));
   w.close();
   assert.equal(Number(m?.[1]), n + 1);
-}
-
-/** Wait until RSS stops falling (GC, freed buffers), bounded; returns the last sample. */
-async function settled(pid: number, ms = 3000): Promise<number> {
-  let last = rssBytes(pid);
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    await sleep(250);
-    const now = rssBytes(pid);
-    if (now >= last - 256 * 1024) return now;
-    last = now;
-  }
-  return last;
 }
 
 describe(`memory and latency under hostile clients: ${NAME} server`, {
