@@ -1,7 +1,10 @@
 // The extension state the in-memory engine keeps beside the stock model (issue 19):
-// per job, in Store.extras, only for jobs that have some; per tube, in Tube.policy,
-// only for tubes that have one. Plain data, so the log (records.ts, core/binlog/)
-// can carry it.
+// per job, in Store.extras, only for jobs that have some; per tube, in Tube.policy
+// and Tube.keys, only for tubes that have them. Plain data, so the log (records.ts,
+// core/binlog/) can carry it.
+import type { RetryPolicy } from "./engine.ts";
+
+export type { RetryPolicy };
 
 /** What a job may carry beyond beanstalkd's fields. */
 export interface JobExtras {
@@ -13,23 +16,17 @@ export interface JobExtras {
   doomed?: boolean;
 }
 
-/** A tube's retry policy: set-dlq's limit and dead-letter tube, set-backoff's delays. */
-export interface RetryPolicy {
-  /** Attempts (reservations ended by a release or a TTR timeout) before the job is dead-lettered; 0: no limit. */
-  maxAttempts: number;
-  /** Where a job goes, buried, when its attempts run out ("" with no limit). */
-  deadTube: string;
-  /** A released or timed-out job comes back delayed by base × 2^(attempts-1) s, at most cap s; 0: no backoff. */
-  backoffBaseSec: number;
-  backoffCapSec: number;
-}
-
-/** The policy of a tube with none: no limit, no backoff. */
-export function noPolicy(): RetryPolicy {
-  return { maxAttempts: 0, deadTube: "", backoffBaseSec: 0, backoffCapSec: 0 };
-}
-
 /** Whether a policy does anything (a tube keeps none that does not). */
 export function activePolicy(p: RetryPolicy): boolean {
   return p.maxAttempts > 0 || p.backoffBaseSec > 0;
+}
+
+/**
+ * The delay (s) a job comes back with from its n-th failed attempt (n >= 1) under
+ * backoff: base × 2^(n-1), at most cap (0: no cap), at most 2^32-1 s.
+ */
+export function backoffSec(p: RetryPolicy, n: number): number {
+  const d = p.backoffBaseSec * 2 ** Math.min(n - 1, 32);
+  const cap = p.backoffCapSec > 0 ? p.backoffCapSec : 4294967295;
+  return Math.min(d, cap, 4294967295);
 }

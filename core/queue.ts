@@ -10,13 +10,16 @@ import type {
   Engine,
   EngineMetrics,
   EngineStats,
+  Exists,
   JobList,
   JobStats,
   ListState,
   PutResult,
   Refusal,
+  RetryPolicy,
   Settling,
   TubeSnapshot,
+  TubeState,
   TubeStats,
   Wake,
 } from "./engine.ts";
@@ -25,6 +28,7 @@ import { type JobRecord, noWal, type Wal } from "./wal.ts";
 import { DEFAULT_BINLOG_SIZE } from "./config.ts";
 import type { LogTurn } from "./log_turn.ts";
 import { Store } from "./store.ts";
+import { Extensions } from "./extensions.ts";
 
 export { DEADLINE_SOON_MS };
 export type { Refusal };
@@ -62,9 +66,10 @@ export class Queue implements Engine {
 
   /** Jobs, tubes, the schedule, waiting clients and the log, with the moves that keep them consistent. */
   readonly #s: Store;
+  /** The extension commands (issue 19), on the same store. */
+  readonly #x: Extensions;
   #nextId = 1;
   #draining = false;
-  #totalJobs = 0;
   #jobTimeouts = 0;
   #closed = false;
 
@@ -73,6 +78,7 @@ export class Queue implements Engine {
     this.maxJobSize = opts.maxJobSize ?? 65535;
     this.wal = opts.wal ?? noWal(DEFAULT_BINLOG_SIZE);
     this.#s = new Store(opts.clock, this.wal, opts.turns ?? immediateTurns, () => this.#tick());
+    this.#x = new Extensions(this.#s);
   }
 
   // ---- connections ----------------------------------------------------------------
@@ -91,6 +97,7 @@ export class Queue implements Engine {
     const now = this.clock.now();
     for (let j = c.reserved.head; j; j = c.reserved.head) {
       this.#s.unlink(j);
+      if (this.#s.extras.size > 0 && this.#x.comesBack(j)) continue;
       j.tube.pushReady(j, now);
       if (!touched.includes(j.tube)) touched.push(j.tube);
     }
@@ -114,23 +121,8 @@ export class Queue implements Engine {
   put(c: Client, pri: number, delaySec: number, ttrSec: number, body: Uint8Array, id = this.takeId()): Job | PutResult {
     if (this.#draining) return "DRAINING";
     const now = this.clock.now();
-    const tube = c.use;
-    // ttr < 1 s is raised to 1 s, as 1.12 does.
-    const j = new Job(id, tube, pri, delaySec * 1000, Math.max(ttrSec, 1) * 1000, body, now);
-    if (delaySec > 0) {
-      j.state = "delayed";
-      j.deadline = jobMs(now + j.delayMs);
-    }
-    if (this.#s.logging && !this.#s.logFull(j, now)) return "OUT_OF_MEMORY";
-    this.#s.jobs.set(j);
-    tube.totalJobs++;
-    this.#totalJobs++;
-    if (delaySec > 0) this.#s.addDelayed(j);
-    else {
-      tube.pushReady(j, now);
-      if (tube.waiting > 0) this.#s.serve([tube]);
-    }
-    return j;
+    const j = this.#s.newJob(c.use, pri, delaySec * 1000, ttrSec, body, id, now);
+    return this.#s.insert(j, now) ? j : "OUT_OF_MEMORY";
   }
 
   // ---- consuming ------------------------------------------------------------------
@@ -188,6 +180,11 @@ export class Queue implements Engine {
   release(c: Client, id: number, pri: number, delaySec: number): "RELEASED" | Refusal {
     const j = this.#s.ownedBy(c, id);
     if (!j) return "NOT_FOUND";
+    if (j.tube.policy !== null || this.#s.extras.size > 0) {
+      const r = this.#x.released(j, pri, delaySec);
+      if (typeof r === "string") return r;
+      delaySec = r;
+    }
     const now = this.clock.now();
     const delayed = delaySec > 0;
     const logged = !this.#s.logging || this.#s.logUpdate(j, delayed ? "delayed" : "ready", now, (rec) => {
@@ -215,6 +212,7 @@ export class Queue implements Engine {
   bury(c: Client, id: number, pri: number): "BURIED" | Refusal {
     const j = this.#s.ownedBy(c, id);
     if (!j) return "NOT_FOUND";
+    if (this.#s.extras.size > 0 && this.#x.buried(j)) return "BURIED";
     const logged = !this.#s.logging || this.#s.logUpdate(j, "buried", this.clock.now(), (rec) => {
       rec.pri = pri;
       rec.buries++;
@@ -241,17 +239,7 @@ export class Queue implements Engine {
 
   /** kick on the used tube: buried jobs if it has any (never delayed ones in the same call), else delayed. */
   kick(c: Client, bound: number): number | "INTERNAL_ERROR" {
-    const t = c.use;
-    const fromBuried = t.buried.size > 0;
-    let n = 0;
-    while (n < bound) {
-      const j = fromBuried ? t.buried.head : t.delayed.peek();
-      if (!j) break;
-      if (!this.#s.kickOne(j)) return n > 0 ? n : "INTERNAL_ERROR";
-      n++;
-    }
-    if (n > 0 && t.waiting > 0) this.#s.serve([t]);
-    return n;
+    return this.#s.kickIn(c.use, bound, c.use.buried.size > 0);
   }
 
   /** kick-job: a buried or delayed job in any tube. */
@@ -281,7 +269,9 @@ export class Queue implements Engine {
 
   statsJob(id: number): JobStats | undefined {
     const j = this.#s.jobs.get(id);
-    return j && jobStats(j, this.clock.now(), this.wal.fileOf(id));
+    if (!j) return undefined;
+    const st = jobStats(j, this.clock.now(), this.wal.fileOf(id));
+    return this.#s.extras.size > 0 ? this.#x.jobStats(st) : st;
   }
 
   statsTube(name: string): TubeStats | undefined {
@@ -294,7 +284,7 @@ export class Queue implements Engine {
       ...jobGauges(this.#s.tubes.all()),
       tubes: this.#s.tubes.size,
       waiting: this.#s.waits.count,
-      totalJobs: this.#totalJobs,
+      totalJobs: this.#s.totalJobs,
       jobTimeouts: this.#jobTimeouts,
       draining: this.#draining,
       binlog: this.wal.stats(),
@@ -315,9 +305,9 @@ export class Queue implements Engine {
     return out;
   }
 
-  listJobs(tube: string, state: ListState, limit: number): JobList | undefined {
+  listJobs(tube: string, state: ListState, limit: number, offset = 0): JobList | undefined {
     const t = this.#s.tubes.get(tube);
-    return t && listJobs(t, state, limit, this.clock.now());
+    return t && listJobs(t, state, limit, this.clock.now(), offset);
   }
 
   metrics(): EngineMetrics {
@@ -363,6 +353,44 @@ export class Queue implements Engine {
 
   hasTube(name: string): boolean {
     return this.#s.tubes.get(name) !== undefined;
+  }
+
+  // ---- extensions (core/extensions.ts) ------------------------------------------------
+
+  deleteTube(tube: string, state?: TubeState): number | Refusal {
+    return this.#x.deleteTube(tube, state);
+  }
+
+  kickTube(tube: string, bound: number, state?: "buried" | "delayed"): number | Refusal {
+    return this.#x.kickTube(tube, bound, state);
+  }
+
+  peekTube(tube: string, state: ListState): Job | undefined {
+    return this.#x.peekTube(tube, state);
+  }
+
+  putAt(c: Client, pri: number, atSec: number, ttrSec: number, body: Uint8Array, id: number): Job | PutResult {
+    return this.#draining ? "DRAINING" : this.#x.putAt(c, pri, atSec, ttrSec, body, id);
+  }
+
+  putUnique(
+    c: Client,
+    key: string,
+    pri: number,
+    delaySec: number,
+    ttrSec: number,
+    body: Uint8Array,
+    id: number,
+  ): Job | PutResult | Exists {
+    return this.#draining ? "DRAINING" : this.#x.putUnique(c, key, pri, delaySec, ttrSec, body, id);
+  }
+
+  setDlq(tube: string, maxAttempts: number, deadTube: string): "OK" | "INTERNAL_ERROR" {
+    return this.#x.setDlq(tube, maxAttempts, deadTube);
+  }
+
+  setBackoff(tube: string, baseSec: number, capSec: number): "OK" | "INTERNAL_ERROR" {
+    return this.#x.setBackoff(tube, baseSec, capSec);
   }
 
   // ---- the server -----------------------------------------------------------------
@@ -430,6 +458,7 @@ export class Queue implements Engine {
       this.#s.unlink(j);
       j.timeouts++;
       this.#jobTimeouts++;
+      if ((j.tube.policy !== null || this.#s.extras.size > 0) && this.#x.timedOut(j, now)) continue;
       j.tube.pushReady(j, now);
       touched.add(j.tube);
     }
@@ -453,7 +482,8 @@ export class Queue implements Engine {
    * their absolute deadline (ready at once if it has passed); buried order is kept.
    * Ids continue above maxId. Counters are not restored (as 1.12).
    */
-  restore(records: Iterable<JobRecord>, maxId: number): void {
+  restore(records: Iterable<JobRecord>, maxId: number, policies?: Map<string, RetryPolicy>): void {
+    if (policies) this.#x.restorePolicies(policies);
     this.#s.records.restore(records, this.#s.tubes, (j) => this.#s.jobs.set(j), (j) => this.#s.addDelayed(j));
     this.#nextId = Math.max(this.#nextId, maxId + 1);
   }

@@ -84,6 +84,13 @@ export class Records {
       j.releases = r.releases;
       j.buries = r.buries;
       j.kicks = r.kicks;
+      if (r.key !== undefined || r.from !== undefined) {
+        this.#extras.set(j.id, {
+          ...(r.key !== undefined ? { key: r.key } : {}),
+          ...(r.from !== undefined ? { from: r.from } : {}),
+        });
+        if (r.key !== undefined) (t.keys ??= new Map()).set(r.key, j);
+      }
       keep(j);
       if (r.state === "buried") {
         j.state = "buried";

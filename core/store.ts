@@ -35,6 +35,10 @@ export class Store {
    * nothing here, and the stock paths look at it only through `extras.size`.
    */
   readonly extras = new Map<number, JobExtras>();
+  /** Jobs ever put (stats total-jobs). */
+  totalJobs = 0;
+  /** Jobs moved to a dead-letter tube since start (the metrics port). */
+  deadLettered = 0;
   /** Queue latencies for the metrics port: ready -> reserved, reserved -> deleted (ms). */
   readonly readyToReserve = new Histogram(QUEUE_BOUNDS_MS);
   readonly reserveToDelete = new Histogram(QUEUE_BOUNDS_MS);
@@ -47,6 +51,32 @@ export class Store {
     this.records = new Records(clock, this.extras);
     this.schedule = new Schedule(clock, tick);
     this.waits = new Waits((atMs) => this.schedule.at(atMs), (c, j, now) => this.reserveFor(c, j, now));
+  }
+
+  /** A new job for tube t, delayed when delayMs > 0; not yet stored (see insert). */
+  newJob(t: Tube, pri: number, delayMs: number, ttrSec: number, body: Uint8Array, id: number, now: number): Job {
+    // ttr < 1 s is raised to 1 s, as 1.12 does.
+    const j = new Job(id, t, pri, delayMs, Math.max(ttrSec, 1) * 1000, body, now);
+    if (delayMs > 0) {
+      j.state = "delayed";
+      j.deadline = jobMs(now + delayMs);
+    }
+    return j;
+  }
+
+  /** A new job joins its tube, logged first (false: the log refused it, nothing changed). */
+  insert(j: Job, now: number): boolean {
+    if (this.logging && !this.logFull(j, now)) return false;
+    const t = j.tube;
+    this.jobs.set(j);
+    t.totalJobs++;
+    this.totalJobs++;
+    if (j.state === "delayed") this.addDelayed(j);
+    else {
+      t.pushReady(j, now);
+      if (t.waiting > 0) this.serve([t]);
+    }
+    return true;
   }
 
   /** The job if c holds its reservation. */
@@ -107,6 +137,22 @@ export class Store {
     return true;
   }
 
+  /**
+   * kick on tube t: up to `bound` buried jobs (fromBuried) or delayed ones, never both in
+   * one call. INTERNAL_ERROR only when the log refused the first.
+   */
+  kickIn(t: Tube, bound: number, fromBuried: boolean): number | "INTERNAL_ERROR" {
+    let n = 0;
+    while (n < bound) {
+      const j = fromBuried ? t.buried.head : t.delayed.peek();
+      if (!j) break;
+      if (!this.kickOne(j)) return n > 0 ? n : "INTERNAL_ERROR";
+      n++;
+    }
+    if (n > 0 && t.waiting > 0) this.serve([t]);
+    return n;
+  }
+
   /** Reserve j (out of every other structure already) for c. */
   reserveFor(c: Client, j: Job, now: number): void {
     if (j.state === "ready") this.readyToReserve.observe(now - j.deadline);
@@ -121,10 +167,22 @@ export class Store {
     this.schedule.at(j.deadline);
   }
 
-  /** An unlinked job leaves the engine (its delete already logged). */
+  /** An unlinked job leaves the engine (its delete already logged), and its unique key with it. */
   forget(j: Job): void {
     this.jobs.delete(j.id);
-    if (this.extras.size > 0) this.extras.delete(j.id);
+    if (this.extras.size > 0) this.dropExtras(j);
+  }
+
+  /** j's extension state goes: its key is free again in its tube. */
+  dropExtras(j: Job): void {
+    const x = this.extras.get(j.id);
+    if (x === undefined) return;
+    this.extras.delete(j.id);
+    const keys = j.tube.keys;
+    if (x.key !== undefined && keys !== null && keys.get(x.key) === j) {
+      keys.delete(x.key);
+      if (keys.size === 0) j.tube.keys = null;
+    }
   }
 
   /** Hand ready jobs of these tubes to their waiting clients (see Waits.serve). */
