@@ -14,7 +14,8 @@
 // holding at most about OUT_HIGH of replies (bigger job bodies are held by reference,
 // not copied: see Output in reply.ts); server memory per connection stays bounded.
 import { BODY, LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "./parser.ts";
-import { type ConnectionContext, dispatch, putBody, Session, STEP, type Step, woken } from "./dispatch.ts";
+import { dispatch, putBody, woken } from "./dispatch.ts";
+import { type ConnectionContext, Session, STEP, type Step } from "./session.ts";
 import { R } from "./reply.ts";
 import type { JobOut, Settling, WaitEnd } from "../core/engine.ts";
 import type { Turns } from "../core/clock.ts";

@@ -1,0 +1,241 @@
+// The extension commands (issue 19) on the wire, in process, on a manual clock: exact
+// bytes of every reply, bad arguments (each followed by another command on the same
+// connection), and how the extensions meet each other and the stock commands.
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { ManualClock } from "../../core/clock.ts";
+import { Queue } from "../../core/queue.ts";
+import { Service } from "../../protocol/service.ts";
+import { localClient } from "../harness/in_process.ts";
+import { VERSION } from "../../core/version.ts";
+
+function setup(maxJobSize = 65535) {
+  const clock = new ManualClock();
+  const q = new Queue({ clock, maxJobSize });
+  const svc = new Service(q);
+  const c = () => localClient(svc);
+  return { clock, q, svc, c };
+}
+
+const ok = (yaml: string) => `OK ${yaml.length}\r\n${yaml}\r\n`;
+
+describe("ping and capabilities", () => {
+  it("answers PONG, and lists every extension this engine serves", () => {
+    const { c, svc } = setup(1024);
+    const a = c();
+    assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    assert.equal(
+      a.send("capabilities\r\n"),
+      ok(
+        `---\nversion: tubeway-${VERSION}\nmax-job-size: 1024\nmax-tube-name-len: 200\nextensions:\n` +
+          "- ping\n- capabilities\n- put-at\n- put-unique\n- kick-tube\n- delete-tube\n- peek-tube\n- list-jobs\n" +
+          "- set-dlq\n- set-backoff\n",
+      ),
+    );
+    assert.equal(a.send("ping x\r\n"), "BAD_FORMAT\r\n");
+    assert.equal(a.send("pingx\r\n"), "UNKNOWN_COMMAND\r\n");
+    assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    svc.close();
+  });
+});
+
+describe("delete-tube", () => {
+  it("deletes ready, delayed and buried jobs at once and answers DELETED <n>", () => {
+    const { c, svc } = setup();
+    const a = c();
+    a.send("use t\r\n");
+    a.send("put 1 0 60 1\r\na\r\nput 1 100 60 1\r\nb\r\nput 1 0 60 1\r\nc\r\n");
+    a.send("watch t\r\n");
+    assert.equal(a.send("reserve-job 3\r\n"), "RESERVED 3 1\r\nc\r\n");
+    assert.equal(a.send("bury 3 5\r\n"), "BURIED\r\n");
+    assert.equal(a.send("delete-tube t\r\n"), "DELETED 3\r\n");
+    assert.equal(a.send("stats-job 1\r\nstats-job 2\r\nstats-job 3\r\n"), "NOT_FOUND\r\n".repeat(3));
+    assert.equal(a.send("delete-tube t\r\n"), "DELETED 0\r\n");
+    assert.equal(a.send("delete-tube nosuch\r\n"), "NOT_FOUND\r\n");
+    for (const bad of ["delete-tube", "delete-tube -x", "delete-tube t reserved", "delete-tube t ready x"]) {
+      assert.equal(a.send(bad + "\r\n"), "BAD_FORMAT\r\n", bad);
+      assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    }
+    svc.close();
+  });
+
+  it("with a state deletes only the jobs in that state", () => {
+    const { c, svc } = setup();
+    const a = c();
+    a.send("use t\r\nput 1 0 60 1\r\na\r\nput 1 100 60 1\r\nb\r\n");
+    assert.equal(a.send("delete-tube t delayed\r\n"), "DELETED 1\r\n");
+    assert.equal(a.send("peek-tube t ready\r\n"), "FOUND 1 1\r\na\r\n");
+    assert.equal(a.send("stats-job 2\r\n"), "NOT_FOUND\r\n");
+    svc.close();
+  });
+
+  it("deletes a job reserved during the delete-tube when it comes back, not one put after", () => {
+    const { c, svc, clock } = setup();
+    const a = c();
+    const w = c();
+    a.send("use t\r\nput 1 0 60 1\r\na\r\nput 1 0 60 1\r\nb\r\nput 1 0 2 1\r\nc\r\n");
+    w.send("watch t\r\n");
+    assert.equal(w.send("reserve\r\n"), "RESERVED 1 1\r\na\r\n");
+    assert.equal(w.send("reserve\r\n"), "RESERVED 2 1\r\nb\r\n");
+    assert.equal(w.send("reserve\r\n"), "RESERVED 3 1\r\nc\r\n");
+    assert.equal(a.send("delete-tube t\r\n"), "DELETED 0\r\n");
+    // a fresh put does not save the reserved ones (beanstalkd-pi's per-tube flag would)
+    assert.equal(a.send("put 1 0 60 1\r\nd\r\n"), "INSERTED 4\r\n");
+    assert.equal(w.send("release 1 1 0\r\n"), "RELEASED\r\n");
+    assert.equal(w.send("bury 2 1\r\n"), "BURIED\r\n");
+    assert.equal(a.send("stats-job 1\r\nstats-job 2\r\n"), "NOT_FOUND\r\nNOT_FOUND\r\n");
+    clock.advance(3000); // job 3's TTR ends
+    assert.equal(a.send("stats-job 3\r\n"), "NOT_FOUND\r\n");
+    assert.equal(a.send("peek-tube t ready\r\n"), "FOUND 4 1\r\nd\r\n");
+    svc.close();
+  });
+});
+
+describe("kick-tube and peek-tube", () => {
+  it("kicks buried jobs first, or only the state asked for", () => {
+    const { c, svc } = setup();
+    const a = c();
+    a.send("use t\r\nwatch t\r\nput 1 100 60 1\r\na\r\nput 1 0 60 1\r\nb\r\n");
+    a.send("reserve-job 2\r\nbury 2 1\r\n");
+    assert.equal(a.send("peek-tube t buried\r\n"), "FOUND 2 1\r\nb\r\n");
+    assert.equal(a.send("peek-tube t delayed\r\n"), "FOUND 1 1\r\na\r\n");
+    assert.equal(a.send("peek-tube t ready\r\n"), "NOT_FOUND\r\n");
+    assert.equal(a.send("kick-tube t 10 delayed\r\n"), "KICKED 1\r\n");
+    assert.equal(a.send("peek-tube t buried\r\n"), "FOUND 2 1\r\nb\r\n");
+    assert.equal(a.send("kick-tube t 10\r\n"), "KICKED 1\r\n");
+    assert.equal(a.send("kick-tube t 10\r\n"), "KICKED 0\r\n");
+    assert.equal(a.send("kick-tube nosuch 1\r\n"), "NOT_FOUND\r\n");
+    assert.equal(a.send("peek-tube nosuch ready\r\n"), "NOT_FOUND\r\n");
+    for (
+      const bad of ["kick-tube t", "kick-tube t -1", "kick-tube t x", "kick-tube t 1 ready", "peek-tube t reserved"]
+    ) {
+      assert.equal(a.send(bad + "\r\n"), "BAD_FORMAT\r\n", bad);
+      assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    }
+    svc.close();
+  });
+});
+
+describe("put-at", () => {
+  it("makes the job ready at an absolute time; the past is now", () => {
+    const { c, svc, clock } = setup();
+    const a = c();
+    const nowSec = Math.floor(clock.wallMs() / 1000);
+    assert.equal(a.send(`put-at 5 ${nowSec + 10} 60 2\r\nhi\r\n`), "INSERTED 1\r\n");
+    assert.equal(a.send(`put-at 5 -3 60 2\r\nyo\r\n`), "INSERTED 2\r\n");
+    assert.equal(a.send("peek-delayed\r\n"), "FOUND 1 2\r\nhi\r\n");
+    assert.equal(a.send("peek-ready\r\n"), "FOUND 2 2\r\nyo\r\n");
+    clock.advance(10_000);
+    assert.equal(a.send("delete 2\r\npeek-ready\r\n"), "DELETED\r\nFOUND 1 2\r\nhi\r\n");
+    for (const bad of ["put-at", "put-at 10", "put-at 10 1000000000 60", "put-at 10 x 60 3", "put-at x 1 60 3"]) {
+      assert.equal(a.send(bad + "\r\n"), "BAD_FORMAT\r\n", bad);
+      assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    }
+    svc.close();
+  });
+
+  it("JOB_TOO_BIG swallows the body and the connection goes on", () => {
+    const { c, svc } = setup(4);
+    const a = c();
+    assert.equal(a.send("put-at 1 0 60 5\r\nhello\r\nping\r\n"), "JOB_TOO_BIG\r\nPONG\r\n");
+    // a body without its CRLF: the same recovery as put's
+    const b = c();
+    const stock = b.send("put 1 0 60 2\r\nhiX\r\nping\r\n");
+    assert.match(stock, /^EXPECTED_CRLF\r\n/);
+    assert.equal(a.send("put-at 1 0 60 2\r\nhiX\r\nping\r\n"), stock);
+    svc.close();
+  });
+});
+
+describe("put-unique", () => {
+  it("refuses a key a live job of the tube holds, naming it; a delete frees the key", () => {
+    const { c, svc } = setup();
+    const a = c();
+    assert.equal(a.send("put-unique k1 1 0 60 1\r\na\r\n"), "INSERTED 1\r\n");
+    assert.equal(a.send("put-unique k1 1 0 60 1\r\nb\r\n"), "EXISTS 1\r\n");
+    a.send("use other\r\n");
+    assert.equal(a.send("put-unique k1 1 0 60 1\r\nc\r\n"), "INSERTED 3\r\n");
+    assert.equal(a.send("delete 1\r\n"), "DELETED\r\n");
+    a.send("use default\r\n");
+    assert.equal(a.send("put-unique k1 1 0 60 1\r\nd\r\n"), "INSERTED 4\r\n");
+    const st = a.send("stats-job 4\r\n");
+    assert.match(st, /\nkicks: 0\nunique-key: k1\n\r\n$/);
+    for (const bad of ["put-unique k 1 0 60", "put-unique " + "k".repeat(201) + " 1 0 60 1", "put-unique k x 0 60 1"]) {
+      assert.equal(a.send(bad + "\r\n"), "BAD_FORMAT\r\n", bad);
+      assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    }
+    svc.close();
+  });
+});
+
+describe("list-jobs", () => {
+  it("lists in serving order with a limit and an offset", () => {
+    const { c, svc } = setup();
+    const a = c();
+    a.send("use t\r\nput 3 0 60 1\r\na\r\nput 1 0 60 2\r\nbb\r\nput 2 0 60 1\r\nc\r\nput 0 50 60 1\r\nd\r\n");
+    const entry = (id: number, pri: number, size: number) =>
+      `- id: ${id}\n  pri: ${pri}\n  age: 0\n  size: ${size}\n  attempts: 0\n`;
+    assert.equal(a.send("list-jobs t ready\r\n"), ok("---\n" + entry(2, 1, 2) + entry(3, 2, 1) + entry(1, 3, 1)));
+    assert.equal(a.send("list-jobs t ready 1 1\r\n"), ok("---\n" + entry(3, 2, 1)));
+    assert.equal(
+      a.send("list-jobs t delayed\r\n"),
+      ok("---\n- id: 4\n  pri: 0\n  age: 0\n  size: 1\n  time-left: 50\n  attempts: 0\n"),
+    );
+    assert.equal(a.send("list-jobs t buried\r\n"), ok("---\n"));
+    assert.equal(a.send("list-jobs nosuch ready\r\n"), "NOT_FOUND\r\n");
+    for (
+      const bad of [
+        "list-jobs",
+        "list-jobs t",
+        "list-jobs t reserved",
+        "list-jobs t ready x",
+        "list-jobs t ready 1 2 3",
+      ]
+    ) {
+      assert.equal(a.send(bad + "\r\n"), "BAD_FORMAT\r\n", bad);
+      assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    }
+    svc.close();
+  });
+});
+
+describe("set-dlq and set-backoff", () => {
+  it("dead-letters a job after max attempts, keeping where it came from; kick brings it back", () => {
+    const { c, svc } = setup();
+    const a = c();
+    assert.equal(a.send("set-dlq work 2 dead\r\n"), "DLQ_SET\r\n");
+    a.send("use work\r\nwatch work\r\nput 1 0 60 1\r\na\r\n");
+    assert.equal(a.send("reserve\r\nrelease 1 1 0\r\n"), "RESERVED 1 1\r\na\r\nRELEASED\r\n");
+    assert.equal(a.send("reserve\r\nrelease 1 7 0\r\n"), "RESERVED 1 1\r\na\r\nRELEASED\r\n");
+    assert.equal(a.send("peek-tube dead buried\r\n"), "FOUND 1 1\r\na\r\n");
+    const st = a.send("stats-job 1\r\n");
+    assert.match(st, /\ntube: dead\nstate: buried\npri: 7\n/);
+    assert.match(st, /\nkicks: 0\ndlq-from-tube: work\n\r\n$/);
+    assert.match(a.send("stats-tube work\r\n"), /\ndlq-max-attempts: 2\ndlq-tube: dead\n/);
+    assert.equal(a.send("kick-tube dead 1\r\n"), "KICKED 1\r\n");
+    assert.equal(a.send("set-dlq work 0 dead\r\n"), "DLQ_SET\r\n");
+    assert.doesNotMatch(a.send("stats-tube work\r\n"), /dlq/);
+    for (const bad of ["set-dlq work 1", "set-dlq work -1 dead", "set-dlq work 1 -dead", "set-backoff work 1"]) {
+      assert.equal(a.send(bad + "\r\n"), "BAD_FORMAT\r\n", bad);
+      assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    }
+    svc.close();
+  });
+
+  it("backoff delays a release and a TTR timeout by base × 2^(attempts-1), capped", () => {
+    const { c, svc, clock } = setup();
+    const a = c();
+    assert.equal(a.send("set-backoff work 10 25\r\n"), "BACKOFF_SET\r\n");
+    a.send("use work\r\nwatch work\r\nput 1 0 5 1\r\na\r\n");
+    assert.equal(a.send("reserve\r\nrelease 1 1 0\r\n"), "RESERVED 1 1\r\na\r\nRELEASED\r\n");
+    assert.match(a.send("stats-job 1\r\n"), /\nstate: delayed\n.*\ndelay: 10\n/s);
+    clock.advance(10_000);
+    assert.equal(a.send("reserve-with-timeout 0\r\n"), "RESERVED 1 1\r\na\r\n");
+    clock.advance(5_000); // TTR: the 2nd attempt, 20 s
+    assert.match(a.send("stats-job 1\r\n"), /\nstate: delayed\n.*\ndelay: 20\n.*\ntimeouts: 1\n/s);
+    clock.advance(20_000);
+    assert.equal(a.send("reserve-with-timeout 0\r\nrelease 1 1 0\r\n"), "RESERVED 1 1\r\na\r\nRELEASED\r\n");
+    assert.match(a.send("stats-job 1\r\n"), /\ndelay: 25\n/); // 40, capped at 25
+    svc.close();
+  });
+});
