@@ -82,13 +82,13 @@ export class Binlog implements Wal {
     this.#ballast = p.ballast;
     this.#segs.ballast = (n) => this.#ballast.release(n);
     this.#segs.onFlush = (ok) => this.#flushed(ok);
+    this.#commit = new GroupCommit(() => this.#sync(), () => this.#segs.position);
     this.#policies = p.policies;
     this.#segs.onRotate = () => this.#restate();
     this.#segs.rotate(this.#idHigh);
-    // the policies restated in the new file are on disk before any old file can go
+    // the policies restated in the new file are written before any old file can go
     if (this.#policies.size > 0) this.#segs.flush();
     this.#segs.collectAtStart();
-    this.#commit = new GroupCommit(() => this.#sync(), () => this.#segs.position);
     this.#compaction = new Compaction({
       segs: this.#segs,
       homes: this.#homes,
