@@ -11,6 +11,7 @@ import { Service } from "../../protocol/service.ts";
 import { localClient } from "../harness/in_process.ts";
 import { MemoryFiles } from "../harness/files_memory.ts";
 import { DIR, logNames } from "../harness/binlog_fixture.ts";
+import { exportBinlog } from "../../core/beanstalkd_log/export.ts";
 
 function open(files: MemoryFiles, clock: ManualClock, maxFileSize = 1 << 20) {
   let q: Queue | undefined;
@@ -94,5 +95,24 @@ describe("extensions survive a crash", () => {
     const s2 = open(files.crash(true), clock);
     assert.equal(await s2.c().exchange("stats-tube work\r\n"), "NOT_FOUND\r\n");
     s2.svc.close();
+  });
+
+  test("the export to a beanstalkd log keeps the jobs and says what it drops", async () => {
+    const clock = new ManualClock();
+    const files = new MemoryFiles([DIR, "/out"]);
+    const s1 = open(files, clock);
+    const a = s1.c();
+    await a.exchange("set-dlq work 1 dead\r\nuse work\r\nwatch work\r\nput-unique k 1 0 60 1\r\na\r\n");
+    await a.exchange("put-unique k2 1 0 60 1\r\nb\r\nreserve-job 1\r\nrelease 1 1 0\r\n");
+    const r = exportBinlog(DIR, "/out", files.crash(true), () => {}, clock.wallMs());
+    assert.equal(r.kind, "done");
+    if (r.kind !== "done") return;
+    assert.deepEqual(r.jobs.map((j) => [j.id, j.tube, j.state]), [[2, "work", "ready"], [1, "dead", "buried"]]);
+    assert.deepEqual(r.lines.slice(1), [
+      "dropped the retry policies (set-dlq, set-backoff) of 1 tubes: work",
+      "dropped the put-unique keys of 1 jobs (the jobs are exported)",
+      "dropped where 1 dead letters came from (they stay buried in their dead-letter tube)",
+    ]);
+    s1.svc.close();
   });
 });
