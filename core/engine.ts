@@ -178,6 +178,8 @@ export interface EngineMetrics {
   reserveToDelete: Histogram;
   /** Absent without a log. */
   log: LogHealth | undefined;
+  /** Jobs moved to a dead-letter tube since start (engines with set-dlq). */
+  deadLettered?: number;
 }
 
 /** Job states a listing can show (reserved jobs are not listed). */

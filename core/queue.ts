@@ -315,6 +315,7 @@ export class Queue implements Engine {
       readyToReserve: this.#s.readyToReserve,
       reserveToDelete: this.#s.reserveToDelete,
       log: this.wal.health?.(),
+      deadLettered: this.#s.deadLettered,
     };
   }
 

@@ -11,7 +11,7 @@
 // scrape may be taken a few ms apart.
 import type { Engine, TubeSnapshot } from "../../core/engine.ts";
 import type { Histogram } from "../../core/histogram.ts";
-import { CMD_KEYS, type Counters } from "../counters.ts";
+import { CMD_KEYS, type Counters, EXT_KEYS } from "../counters.ts";
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -168,6 +168,8 @@ export async function* metricChunks(
   fam("beanstalkd_tubes_current", "gauge", "Tubes that exist now.").add("", g.tubes);
   const cmds = fam("beanstalkd_commands_total", "counter", "Commands received, by command.");
   CMD_KEYS.forEach((k, i) => cmds.add(`{command="${k}"}`, c.cmd[i]!));
+  // the extension commands (issue 19): here, never in stock `stats`
+  EXT_KEYS.forEach((k, i) => cmds.add(`{command="${k}"}`, c.ext[i]!));
   yield fams.map((f) => f.text()).join("");
   fams.length = 0;
 
@@ -202,6 +204,10 @@ export async function* metricChunks(
     m.reserveToDelete,
   );
 
+  if (m.deadLettered !== undefined) {
+    fam("tubeway_jobs_dead_lettered_total", "counter", "Jobs moved to a dead-letter tube (set-dlq) since start.")
+      .add("", m.deadLettered);
+  }
   const health = m.log;
   fam("tubeway_binlog_enabled", "gauge", "1 when jobs are logged (-b).").add("", health ? 1 : 0);
   if (health) {

@@ -8,6 +8,8 @@ import { Queue } from "../../core/queue.ts";
 import { Service } from "../../protocol/service.ts";
 import { localClient } from "../harness/in_process.ts";
 import { VERSION } from "../../core/version.ts";
+import { renderMetrics } from "../../protocol/http/metrics.ts";
+import { Scrape } from "../harness/prometheus.ts";
 
 function setup(maxJobSize = 65535) {
   const clock = new ManualClock();
@@ -236,6 +238,26 @@ describe("set-dlq and set-backoff", () => {
     clock.advance(20_000);
     assert.equal(a.send("reserve-with-timeout 0\r\nrelease 1 1 0\r\n"), "RESERVED 1 1\r\na\r\nRELEASED\r\n");
     assert.match(a.send("stats-job 1\r\n"), /\ndelay: 25\n/); // 40, capped at 25
+    svc.close();
+  });
+});
+
+describe("counting", () => {
+  it("counts extension commands on /metrics, never in stock stats", async () => {
+    const { c, svc } = setup();
+    const a = c();
+    a.send("ping\r\nping\r\nset-dlq w 1 d\r\ndelete-tube nosuch\r\ndelete-tube -bad\r\n");
+    const stats = a.send("stats\r\n");
+    assert.doesNotMatch(stats, /ping|delete-tube|dlq/);
+    const text = await renderMetrics(
+      { engine: svc.engine, counters: svc.counters, startedAtMs: svc.facts.startedAt, version: "x" },
+      () => Promise.resolve(),
+    );
+    const m = new Scrape(text);
+    const cmd = (command: string) => m.value("beanstalkd_commands_total", { command });
+    // BAD_FORMAT does not count, NOT_FOUND does (as beanstalkd-pi)
+    assert.deepEqual(["ping", "set-dlq", "delete-tube", "put-at"].map(cmd), [2, 1, 1, 0]);
+    assert.equal(m.value("tubeway_jobs_dead_lettered_total"), 0);
     svc.close();
   });
 });
