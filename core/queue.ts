@@ -165,15 +165,16 @@ export class Queue implements Engine {
 
   /** Succeeds for a job reserved by c, or one that is ready, delayed or buried. */
   delete(c: Client, id: number): "DELETED" | Refusal {
-    const j = this.#s.jobs.get(id);
+    const s = this.#s;
+    const j = s.jobs.get(id);
     if (!j || (j.state === "reserved" && j.owner !== c)) return "NOT_FOUND";
-    const now = this.#s.logging || j.state === "reserved" ? this.clock.now() : 0;
-    if (this.#s.logging && !this.#s.logUpdate(j, "deleted", now)) return "INTERNAL_ERROR";
-    if (j.state === "reserved") this.#s.reserveToDelete.observe(now - j.reservedAt);
-    this.#s.unlink(j);
-    this.#s.forget(j);
+    const now = s.logging || j.state === "reserved" ? this.clock.now() : 0;
+    if (s.logging && !s.logUpdate(j, "deleted", now)) return "INTERNAL_ERROR";
+    if (j.state === "reserved") s.reserveToDelete.observe(now - j.reservedAt);
+    s.unlink(j);
+    s.forget(j);
     j.tube.cmdDelete++;
-    this.#s.tubes.dropIfUnused(j.tube);
+    s.tubes.dropIfUnused(j.tube);
     return "DELETED";
   }
 
