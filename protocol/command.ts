@@ -65,11 +65,12 @@ export class Command {
   /** pause-tube: the name failed validation after the delay parsed (counts, then BAD_FORMAT). */
   badName = false;
   tube = "";
-  /** Extensions: set-dlq's dead tube; a state word; put-unique's key; list-jobs' offset. */
+  /** Extensions: set-dlq's dead tube; a state word; put-unique's key; list-jobs' offset; put-at's Unix time (s). */
   tube2 = "";
   state = "";
   key = "";
   offset = 0;
+  at = 0;
   /**
    * parseCommand's argument reader for this Command's lines: made once with it, so a
    * parse allocates nothing and no reader state is shared between connections.

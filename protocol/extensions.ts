@@ -99,7 +99,7 @@ function readArgs(cmd: Command, op: Op, a: string[]): boolean {
       // put-at <pri> <unix-ts> <ttr> <bytes>: ts is signed 64-bit (past: ready now)
       cmd.pri = u32(a[0]!);
       const at = I64.test(a[1]!) ? Number(a[1]) : NaN;
-      cmd.offset = at;
+      cmd.at = at;
       cmd.ttr = u32(a[2]!);
       cmd.n = u32(a[3]!);
       cmd.trailing = false;
@@ -201,7 +201,7 @@ export function dispatchExtension(s: Session, op: Op): Step | Promise<Step> {
 export function extensionPutBody(s: Session, body: Uint8Array): Step | Promise<Step> {
   const cmd = s.cmd;
   const q = s.engine;
-  if (cmd.op === OP.PUT_AT) return answer(s, q.putAt!(s.client, cmd.pri, cmd.offset, cmd.ttr, body, s.putId), inserted);
+  if (cmd.op === OP.PUT_AT) return answer(s, q.putAt!(s.client, cmd.pri, cmd.at, cmd.ttr, body, s.putId), inserted);
   return answer(s, q.putUnique!(s.client, cmd.key, cmd.pri, cmd.delay, cmd.ttr, body, s.putId), inserted);
 }
 

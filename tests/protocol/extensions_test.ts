@@ -261,3 +261,65 @@ describe("counting", () => {
     svc.close();
   });
 });
+
+describe("interactions", () => {
+  it("a job reserved during delete-tube is deleted when its connection closes", () => {
+    const { c, svc } = setup();
+    const a = c();
+    const w = c();
+    a.send("use t\r\nput 1 0 60 1\r\na\r\n");
+    w.send("watch t\r\n");
+    assert.equal(w.send("reserve\r\n"), "RESERVED 1 1\r\na\r\n");
+    assert.equal(a.send("delete-tube t\r\n"), "DELETED 0\r\n");
+    assert.match(a.send("stats-job 1\r\n"), /\nstate: reserved\n/);
+    w.close();
+    assert.equal(a.send("stats-job 1\r\n"), "NOT_FOUND\r\n");
+    assert.equal(a.send("peek-tube t ready\r\n"), "NOT_FOUND\r\n");
+    svc.close();
+  });
+
+  it("dead-letters on a TTR timeout; a dead tube equal to the tube buries in place", () => {
+    const { c, svc, clock } = setup();
+    const a = c();
+    assert.equal(a.send("set-dlq t 1 t-dead\r\nset-dlq s 2 s\r\n"), "DLQ_SET\r\nDLQ_SET\r\n");
+    a.send("use t\r\nwatch t\r\nput 1 0 2 1\r\na\r\n");
+    assert.equal(a.send("reserve\r\n"), "RESERVED 1 1\r\na\r\n");
+    clock.advance(2000);
+    assert.match(a.send("stats-job 1\r\n"), /\ntube: t-dead\nstate: buried\n.*\ntimeouts: 1\n.*dlq-from-tube: t\n/s);
+    a.send("use s\r\nwatch s\r\nput 1 0 60 1\r\nb\r\n");
+    assert.equal(a.send("reserve-job 2\r\nrelease 2 1 0\r\n"), "RESERVED 2 1\r\nb\r\nRELEASED\r\n");
+    assert.equal(a.send("reserve-job 2\r\nrelease 2 1 30\r\n"), "RESERVED 2 1\r\nb\r\nRELEASED\r\n");
+    const st = a.send("stats-job 2\r\n");
+    assert.match(st, /\ntube: s\nstate: buried\n/); // the release's delay is dropped
+    assert.match(st, /dlq-from-tube: s\n/);
+    svc.close();
+  });
+
+  it("a unique key held by a reserved job still refuses; delete-tube frees the keys of the jobs it deletes", () => {
+    const { c, svc } = setup();
+    const a = c();
+    a.send("use u\r\nwatch u\r\n");
+    assert.equal(
+      a.send("put-unique k 1 0 60 1\r\na\r\nput-unique j 1 0 60 1\r\nb\r\n"),
+      "INSERTED 1\r\nINSERTED 2\r\n",
+    );
+    assert.equal(a.send("reserve-job 1\r\n"), "RESERVED 1 1\r\na\r\n");
+    assert.equal(a.send("put-unique k 1 0 60 1\r\nc\r\n"), "EXISTS 1\r\n");
+    assert.equal(a.send("delete-tube u ready\r\n"), "DELETED 1\r\n");
+    assert.equal(a.send("put-unique j 1 0 60 1\r\nd\r\n"), "INSERTED 4\r\n");
+    svc.close();
+  });
+
+  it("put-at and put-unique answer DRAINING in drain mode; list-jobs caps its limit at 10000", () => {
+    const { c, svc, q } = setup();
+    const a = c();
+    for (let i = 0; i < 3; i++) a.send("put 1 0 60 1\r\nx\r\n");
+    assert.equal(a.send("list-jobs default ready 99999\r\n").match(/- id: /g)?.length, 3);
+    assert.equal(a.send("list-jobs default ready 0\r\n"), ok("---\n"));
+    assert.equal(a.send("list-jobs default ready 10 5\r\n"), ok("---\n"));
+    q.drain();
+    assert.equal(a.send("put-at 1 0 60 1\r\nx\r\nput-unique q 1 0 60 1\r\nx\r\n"), "DRAINING\r\nDRAINING\r\n");
+    assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    svc.close();
+  });
+});
