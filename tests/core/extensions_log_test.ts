@@ -14,7 +14,7 @@ import { DIR, logNames } from "../harness/binlog_fixture.ts";
 import { exportBinlog } from "../../core/beanstalkd_log/export.ts";
 
 function open(files: MemoryFiles, clock: ManualClock, maxFileSize = 1 << 20) {
-  let q: Queue | undefined;
+  let q: Queue | undefined = undefined; // assigned once the log has been read
   const { wal, recovered } = openBinlog(
     { dir: DIR, fsyncMs: 50, durableAcks: false, maxFileSize, maxJobSize: 65535, log: () => {} },
     files,
