@@ -35,14 +35,14 @@ export const CMD_KEYS = [
  */
 export const EXT_KEYS = [
   "ping",
-  "capabilities",
   "put-at",
-  "put-unique",
   "kick-tube",
   "delete-tube",
   "peek-tube",
   "list-jobs",
   "set-dlq",
+  "capabilities",
+  "put-unique",
   "set-backoff",
 ] as const;
 

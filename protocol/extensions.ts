@@ -16,17 +16,19 @@ import { answer, found, markProducer, reply, type Session, STEP, type Step } fro
 import { VERSION } from "../core/version.ts";
 import type { Engine, Exists, JobList, ListState, PutResult, Refusal } from "../core/engine.ts";
 
-/** Extension verbs: [name, op, argument count range]. */
+/** Extension verbs: [name, op, argument count range], in the order capabilities lists them. */
 const VERBS: ReadonlyMap<string, [Op, number, number]> = new Map([
+  // beanstalkd-pi's, in its capabilities order
   ["ping", [OP.PING, 0, 0]],
-  ["capabilities", [OP.CAPABILITIES, 0, 0]],
   ["put-at", [OP.PUT_AT, 4, 4]],
-  ["put-unique", [OP.PUT_UNIQUE, 5, 5]],
   ["kick-tube", [OP.KICK_TUBE, 2, 3]],
   ["delete-tube", [OP.DELETE_TUBE, 1, 2]],
   ["peek-tube", [OP.PEEK_TUBE, 2, 2]],
   ["list-jobs", [OP.LIST_JOBS, 2, 4]],
   ["set-dlq", [OP.SET_DLQ, 3, 3]],
+  ["capabilities", [OP.CAPABILITIES, 0, 0]],
+  // tubeway's own
+  ["put-unique", [OP.PUT_UNIQUE, 5, 5]],
   ["set-backoff", [OP.SET_BACKOFF, 3, 3]],
 ]);
 

@@ -30,8 +30,8 @@ describe("ping and capabilities", () => {
       a.send("capabilities\r\n"),
       ok(
         `---\nversion: tubeway-${VERSION}\nmax-job-size: 1024\nmax-tube-name-len: 200\nextensions:\n` +
-          "- ping\n- capabilities\n- put-at\n- put-unique\n- kick-tube\n- delete-tube\n- peek-tube\n- list-jobs\n" +
-          "- set-dlq\n- set-backoff\n",
+          "- ping\n- put-at\n- kick-tube\n- delete-tube\n- peek-tube\n- list-jobs\n- set-dlq\n- capabilities\n" +
+          "- put-unique\n- set-backoff\n",
       ),
     );
     assert.equal(a.send("ping x\r\n"), "BAD_FORMAT\r\n");
