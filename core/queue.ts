@@ -70,14 +70,14 @@ export class Queue implements Engine {
   readonly #x: Extensions;
   #nextId = 1;
   #draining = false;
-  #jobTimeouts = 0;
   #closed = false;
 
   constructor(opts: QueueOptions) {
     this.clock = opts.clock;
     this.maxJobSize = opts.maxJobSize ?? 65535;
     this.wal = opts.wal ?? noWal(DEFAULT_BINLOG_SIZE);
-    this.#s = new Store(opts.clock, this.wal, opts.turns ?? immediateTurns, () => this.#tick());
+    // A reservation whose TTR ran out: the extensions may take it (a doomed job, a retry policy).
+    this.#s = new Store(opts.clock, this.wal, opts.turns ?? immediateTurns, (j, now) => this.#x.timedOut(j, now));
     this.#x = new Extensions(this.#s);
   }
 
@@ -286,7 +286,7 @@ export class Queue implements Engine {
       tubes: this.#s.tubes.size,
       waiting: this.#s.waits.count,
       totalJobs: this.#s.totalJobs,
-      jobTimeouts: this.#jobTimeouts,
+      jobTimeouts: this.#s.jobTimeouts,
       draining: this.#draining,
       binlog: this.wal.stats(),
     };
@@ -430,51 +430,16 @@ export class Queue implements Engine {
   // ---- time -----------------------------------------------------------------------
 
   /**
-   * Do everything that is due: promote delayed jobs, expire TTRs, end pauses, wake
-   * waiting clients. Returns when the next thing falls due (monotonic ms, or Infinity).
-   * The one timer calls it; tests may too.
+   * Do everything that is due (core/store.ts tick). Returns when the next thing falls
+   * due (monotonic ms, or Infinity). The one timer calls it; tests may too.
    */
   tick(): number {
-    return this.#tick();
+    return this.#s.tick();
   }
 
   /** When tick() next has work (monotonic ms), or Infinity. */
   nextDue(): number {
-    let t = Math.min(this.#s.schedule.nextDeadline, this.#s.waits.nextWake());
-    for (const p of this.#s.tubes.paused) if (p.unpauseAt < t) t = p.unpauseAt;
-    return t;
-  }
-
-  #tick(): number {
-    const now = this.clock.now();
-    const touched = new Set<Tube>();
-    const { delayed, ttr } = this.#s.schedule;
-    for (let j = delayed.peek(); j && j.deadline <= now; j = delayed.peek()) {
-      this.#s.unlink(j);
-      j.tube.pushReady(j, now);
-      touched.add(j.tube);
-    }
-    // Released at now >= deadline: 1.12 can miss a job whose timer fires in the same
-    // microsecond as its deadline and leave it reserved indefinitely (#262, #380).
-    for (let j = ttr.peek(); j && j.deadline <= now; j = ttr.peek()) {
-      this.#s.unlink(j);
-      j.timeouts++;
-      this.#jobTimeouts++;
-      if ((j.tube.policy !== null || this.#s.extras.size > 0) && this.#x.timedOut(j, now)) continue;
-      j.tube.pushReady(j, now);
-      touched.add(j.tube);
-    }
-    for (const t of this.#s.tubes.paused) {
-      if (t.unpauseAt <= now) {
-        t.pauseMs = t.unpauseAt = 0;
-        this.#s.tubes.paused.delete(t);
-        touched.add(t);
-      }
-    }
-    if (touched.size > 0) this.#s.serve([...touched]);
-    const walIn = this.#s.logging ? this.wal.tick(now) : undefined;
-    this.#s.waits.wakeDue(now);
-    return walIn === undefined ? this.nextDue() : Math.min(this.nextDue(), now + walIn);
+    return this.#s.nextDue();
   }
 
   // ---- restart --------------------------------------------------------------------

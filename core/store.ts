@@ -1,6 +1,6 @@
 // What the in-memory engine keeps, and the moves that keep it consistent: every job by
-// id, every tube, the schedule (delayed and TTR heaps, the one timer), the waiting
-// clients, and the log behind them. The stock commands (core/queue.ts) and the
+// id, every tube, the schedule (delayed and TTR heaps, the one timer, and tick(): what
+// falls due), the waiting clients, and the log behind them. The stock commands (core/queue.ts) and the
 // extension commands (core/extensions.ts) change state only through the primitives
 // here (unlink, makeReady, addDelayed, reserveFor, kickOne, forget, the log calls), so
 // the invariants live in one place: a job is in exactly the structure its state says,
@@ -35,21 +35,27 @@ export class Store {
    * nothing here, and the stock paths look at it only through `extras.size`.
    */
   readonly extras = new Map<number, JobExtras>();
-  /** Jobs ever put (stats total-jobs). */
+  /** Jobs ever put (stats total-jobs), reservations whose TTR ran out (job-timeouts). */
   totalJobs = 0;
+  jobTimeouts = 0;
   /** Jobs moved to a dead-letter tube since start (the metrics port). */
   deadLettered = 0;
   /** Queue latencies for the metrics port: ready -> reserved, reserved -> deleted (ms). */
   readonly readyToReserve = new Histogram(QUEUE_BOUNDS_MS);
   readonly reserveToDelete = new Histogram(QUEUE_BOUNDS_MS);
 
-  constructor(clock: Clock, wal: Wal, turns: Turns, tick: () => number) {
+  /** A reservation of a tube with a policy, or of any job while some have extension state, ran out: true when taken care of. */
+  readonly #timedOut: (j: Job, now: number) => boolean;
+
+  /** `timedOut`: the extensions' part of a TTR expiry (core/extensions.ts), for an unlinked job. */
+  constructor(clock: Clock, wal: Wal, turns: Turns, timedOut: (j: Job, now: number) => boolean) {
     this.clock = clock;
     this.wal = wal;
     this.logging = wal.logs;
     this.turn = this.logging ? new LogTurn(wal, turns) : undefined;
     this.records = new Records(clock, this.extras);
-    this.schedule = new Schedule(clock, tick);
+    this.#timedOut = timedOut;
+    this.schedule = new Schedule(clock, () => this.tick());
     this.waits = new Waits((atMs) => this.schedule.at(atMs), (c, j, now) => this.reserveFor(c, j, now));
   }
 
@@ -219,5 +225,50 @@ export class Store {
       if (inMs !== undefined) this.schedule.at(now + inMs);
     }
     return ok;
+  }
+
+  // ---- time -------------------------------------------------------------------------
+
+  /**
+   * Do everything that is due: promote delayed jobs, expire TTRs, end pauses, wake
+   * waiting clients. Returns when the next thing falls due (monotonic ms, or Infinity).
+   */
+  tick(): number {
+    const now = this.clock.now();
+    const touched = new Set<Tube>();
+    const { delayed, ttr } = this.schedule;
+    for (let j = delayed.peek(); j && j.deadline <= now; j = delayed.peek()) {
+      this.unlink(j);
+      j.tube.pushReady(j, now);
+      touched.add(j.tube);
+    }
+    // Released at now >= deadline: 1.12 can miss a job whose timer fires in the same
+    // microsecond as its deadline and leave it reserved indefinitely (#262, #380).
+    for (let j = ttr.peek(); j && j.deadline <= now; j = ttr.peek()) {
+      this.unlink(j);
+      j.timeouts++;
+      this.jobTimeouts++;
+      if ((j.tube.policy !== null || this.extras.size > 0) && this.#timedOut(j, now)) continue;
+      j.tube.pushReady(j, now);
+      touched.add(j.tube);
+    }
+    for (const t of this.tubes.paused) {
+      if (t.unpauseAt <= now) {
+        t.pauseMs = t.unpauseAt = 0;
+        this.tubes.paused.delete(t);
+        touched.add(t);
+      }
+    }
+    if (touched.size > 0) this.serve([...touched]);
+    const walIn = this.logging ? this.wal.tick(now) : undefined;
+    this.waits.wakeDue(now);
+    return walIn === undefined ? this.nextDue() : Math.min(this.nextDue(), now + walIn);
+  }
+
+  /** When tick() next has work (monotonic ms), or Infinity. */
+  nextDue(): number {
+    let t = Math.min(this.schedule.nextDeadline, this.waits.nextWake());
+    for (const p of this.tubes.paused) if (p.unpauseAt < t) t = p.unpauseAt;
+    return t;
   }
 }
