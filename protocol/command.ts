@@ -45,6 +45,8 @@ export const OP = {
   LIST_JOBS: 34,
   SET_DLQ: 35,
   SET_BACKOFF: 36,
+  STATS_TUBE_ALL: 37,
+  LIST_TUBES_PAUSED: 38,
 } as const;
 
 /** One opcode: a literal union, so a switch over it can be checked for completeness. */

@@ -42,6 +42,8 @@ export const EXT_KEYS = [
   "list-jobs",
   "set-dlq",
   "capabilities",
+  "stats-tube-all",
+  "list-tubes-paused",
   "put-unique",
   "set-backoff",
 ] as const;

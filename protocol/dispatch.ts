@@ -26,8 +26,13 @@ export function dispatch(s: Session, buf: Uint8Array, start: number, end: number
     s.ctx.log(`<${s.id} command ${String.fromCharCode(...buf.subarray(start, end))}`);
   }
   let op = parseCommand(buf, start, end, cmd);
-  // Extensions only where 1.12 knows no verb: stock lines never reach them.
-  if (op === OP.UNKNOWN_COMMAND) op = parseExtension(buf, start, end, cmd);
+  // Extensions only where 1.12 knows no verb, or takes a no-argument verb's prefix
+  // ("stats-tube-all" is stats + garbage: BAD_FORMAT): well-formed stock lines never
+  // reach them, and a line that is no extension keeps 1.12's answer.
+  if (op === OP.UNKNOWN_COMMAND || op === OP.BAD_FORMAT) {
+    const ext = parseExtension(buf, start, end, cmd);
+    op = ext === OP.UNKNOWN_COMMAND ? (cmd.op = op) : ext;
+  }
   // Counted once the line has parsed (beanstalkd's op_ct[type]++), before the command
   // runs: a put is counted even when its body turns out too big, a pause-tube even
   // when its name is then refused.
@@ -122,6 +127,8 @@ export function dispatch(s: Session, buf: Uint8Array, start: number, end: number
     case OP.LIST_JOBS:
     case OP.SET_DLQ:
     case OP.SET_BACKOFF:
+    case OP.STATS_TUBE_ALL:
+    case OP.LIST_TUBES_PAUSED:
       return dispatchExtension(s, op);
     default:
       return assertNever(op);

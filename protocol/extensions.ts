@@ -14,11 +14,12 @@ import { R } from "./reply.ts";
 import { EXT_KEYS } from "./counters.ts";
 import { answer, found, markProducer, reply, type Session, STEP, type Step } from "./session.ts";
 import { VERSION } from "../core/version.ts";
-import type { Engine, Exists, JobList, ListState, PutResult, Refusal } from "../core/engine.ts";
+import { listYaml, statsTubeYaml } from "./yaml.ts";
+import type { Engine, Exists, JobList, ListState, PutResult, Refusal, RetryPolicy, TubeStats } from "../core/engine.ts";
 
 /** Extension verbs: [name, op, argument count range], in the order capabilities lists them. */
 const VERBS: ReadonlyMap<string, [Op, number, number]> = new Map([
-  // beanstalkd-pi's, in its capabilities order
+  // beanstalkd-pi's, in its capabilities order (without stats-conn, list-connections, drain)
   ["ping", [OP.PING, 0, 0]],
   ["put-at", [OP.PUT_AT, 4, 4]],
   ["kick-tube", [OP.KICK_TUBE, 2, 3]],
@@ -27,6 +28,8 @@ const VERBS: ReadonlyMap<string, [Op, number, number]> = new Map([
   ["list-jobs", [OP.LIST_JOBS, 2, 4]],
   ["set-dlq", [OP.SET_DLQ, 3, 3]],
   ["capabilities", [OP.CAPABILITIES, 0, 0]],
+  ["stats-tube-all", [OP.STATS_TUBE_ALL, 0, 0]],
+  ["list-tubes-paused", [OP.LIST_TUBES_PAUSED, 0, 0]],
   // tubeway's own
   ["put-unique", [OP.PUT_UNIQUE, 5, 5]],
   ["set-backoff", [OP.SET_BACKOFF, 3, 3]],
@@ -174,6 +177,11 @@ export function dispatchExtension(s: Session, op: Op): Step | Promise<Step> {
     case OP.CAPABILITIES:
       s.out.data(capabilitiesYaml(q));
       return STEP.NEXT;
+    case OP.STATS_TUBE_ALL:
+    case OP.LIST_TUBES_PAUSED: {
+      const names = q.tubeNames();
+      return names instanceof Promise ? names.then((n) => everyTube(s, op, n)) : everyTube(s, op, names);
+    }
     case OP.PUT_AT:
     case OP.PUT_UNIQUE:
       if (cmd.n > q.maxJobSize) return STEP.SKIP;
@@ -235,6 +243,43 @@ export function listJobsYaml(l: JobList): string {
   }
   return y;
 }
+
+/**
+ * stats-tube-all / list-tubes-paused: every tube's stats-tube (one engine call each,
+ * O(1) apiece), `default` first and the rest by name, as beanstalkd-pi orders them.
+ */
+function everyTube(s: Session, op: Op, names: string[]): Step | Promise<Step> {
+  const q = s.engine;
+  const sorted = names.filter((n) => n !== "default").sort();
+  if (names.includes("default")) sorted.unshift("default");
+  const each = sorted.map((n) => q.statsTube(n));
+  const write = (stats: (TubeStats | undefined)[]): Step => {
+    const live = stats.filter((t): t is TubeStats => t !== undefined);
+    if (op === OP.LIST_TUBES_PAUSED) {
+      s.out.data(listYaml(live.filter((t) => t.pause > 0).map((t) => t.name).sort()));
+    } else s.out.data(statsTubeAllYaml(live));
+    return STEP.NEXT;
+  };
+  return each.some((a) => a instanceof Promise)
+    ? Promise.all(each).then(write)
+    : write(each as (TubeStats | undefined)[]);
+}
+
+/**
+ * stats-tube-all: a sequence of stats-tube mappings, each with the policy keys whether
+ * or not the tube has a policy (beanstalkd-pi always sends dlq-max-attempts and dlq-tube).
+ */
+export function statsTubeAllYaml(tubes: readonly TubeStats[]): string {
+  let y = "---\n";
+  for (const t of tubes) {
+    const doc = statsTubeYaml(t.policy ? t : { ...t, policy: NO_POLICY }).slice(4); // without "---\n"
+    const lines = doc.split("\n").filter((l) => l !== "");
+    y += lines.map((l, i) => (i === 0 ? "- " : "  ") + l + "\n").join("");
+  }
+  return y;
+}
+
+const NO_POLICY: RetryPolicy = { maxAttempts: 0, deadTube: "", backoffBaseSec: 0, backoffCapSec: 0 };
 
 // ---- answers ------------------------------------------------------------------------
 

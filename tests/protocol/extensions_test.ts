@@ -31,6 +31,7 @@ describe("ping and capabilities", () => {
       ok(
         `---\nversion: tubeway-${VERSION}\nmax-job-size: 1024\nmax-tube-name-len: 200\nextensions:\n` +
           "- ping\n- put-at\n- kick-tube\n- delete-tube\n- peek-tube\n- list-jobs\n- set-dlq\n- capabilities\n" +
+          "- stats-tube-all\n- list-tubes-paused\n" +
           "- put-unique\n- set-backoff\n",
       ),
     );
@@ -319,6 +320,31 @@ describe("interactions", () => {
     assert.equal(a.send("list-jobs default ready 10 5\r\n"), ok("---\n"));
     q.drain();
     assert.equal(a.send("put-at 1 0 60 1\r\nx\r\nput-unique q 1 0 60 1\r\nx\r\n"), "DRAINING\r\nDRAINING\r\n");
+    assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    svc.close();
+  });
+});
+
+describe("stats-tube-all and list-tubes-paused", () => {
+  it("answer every tube, default first, with the policy keys; paused tubes by name", () => {
+    const { c, svc } = setup();
+    const a = c();
+    a.send("use zeta\r\nput 1 0 60 1\r\na\r\nuse alpha\r\n");
+    assert.equal(
+      a.send("set-dlq alpha 3 dead\r\npause-tube zeta 60\r\npause-tube alpha 60\r\n"),
+      "DLQ_SET\r\nPAUSED\r\nPAUSED\r\n",
+    );
+    const all = a.send("stats-tube-all\r\n");
+    const names = [...all.matchAll(/^- name: (\S+)$/gm)].map((m) => m[1]);
+    assert.deepEqual(names, ["default", "alpha", "zeta"]);
+    assert.match(all, /^- name: default\n {2}current-jobs-urgent: 0\n/m);
+    assert.match(all, /\n {2}pause-time-left: 0\n {2}dlq-max-attempts: 0\n {2}dlq-tube: \n {2}backoff-base: 0\n/);
+    assert.match(all, /\n {2}dlq-max-attempts: 3\n {2}dlq-tube: dead\n/);
+    assert.match(all, /- name: zeta\n {2}current-jobs-urgent: 1\n {2}current-jobs-ready: 1\n/);
+    assert.equal(a.send("list-tubes-paused\r\n"), ok("---\n- alpha\n- zeta\n"));
+    // a line that is no extension keeps 1.12's answer
+    assert.equal(a.send("stats-tube-allx\r\nstats-foo\r\nlist-tubes-x\r\n"), "BAD_FORMAT\r\n".repeat(3));
+    assert.equal(a.send("stats-tube-all x\r\n"), "BAD_FORMAT\r\n");
     assert.equal(a.send("ping\r\n"), "PONG\r\n");
     svc.close();
   });
