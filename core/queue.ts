@@ -121,8 +121,21 @@ export class Queue implements Engine {
   put(c: Client, pri: number, delaySec: number, ttrSec: number, body: Uint8Array, id = this.takeId()): Job | PutResult {
     if (this.#draining) return "DRAINING";
     const now = this.clock.now();
-    const j = this.#s.newJob(c.use, pri, delaySec * 1000, ttrSec, body, id, now);
-    return this.#s.insert(j, now) ? j : "OUT_OF_MEMORY";
+    const s = this.#s;
+    const tube = c.use;
+    const j = s.newJob(tube, pri, delaySec * 1000, ttrSec, body, id, now);
+    // Store.insert's steps, inline: on the stock hot path the call measured ~8% of a
+    // put + reserve + delete cycle on Bun (the extensions' puts use Store.insert).
+    if (s.logging && !s.logFull(j, now)) return "OUT_OF_MEMORY";
+    s.jobs.set(j);
+    tube.totalJobs++;
+    s.totalJobs++;
+    if (delaySec > 0) s.addDelayed(j);
+    else {
+      tube.pushReady(j, now);
+      if (tube.waiting > 0) s.serve([tube]);
+    }
+    return j;
   }
 
   // ---- consuming ------------------------------------------------------------------
@@ -172,7 +185,8 @@ export class Queue implements Engine {
     if (s.logging && !s.logUpdate(j, "deleted", now)) return "INTERNAL_ERROR";
     if (j.state === "reserved") s.reserveToDelete.observe(now - j.reservedAt);
     s.unlink(j);
-    s.forget(j);
+    s.jobs.delete(id); // Store.forget, inline (see put)
+    if (s.extras.size > 0) s.dropExtras(j);
     j.tube.cmdDelete++;
     s.tubes.dropIfUnused(j.tube);
     return "DELETED";
