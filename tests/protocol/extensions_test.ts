@@ -349,3 +349,39 @@ describe("stats-tube-all and list-tubes-paused", () => {
     svc.close();
   });
 });
+
+describe("random extension lines", () => {
+  it("never throw, never answer INTERNAL_ERROR, and leave the connection working", () => {
+    const errors: string[] = [];
+    const clock = new ManualClock();
+    const svc = new Service(new Queue({ clock }), { log: () => {}, error: (l) => errors.push(l) });
+    const a = localClient(svc);
+    const verbs = [
+      "ping",
+      "capabilities",
+      "kick-tube",
+      "delete-tube",
+      "peek-tube",
+      "list-jobs",
+      "set-dlq",
+      "set-backoff",
+      "stats-tube-all",
+      "list-tubes-paused",
+    ];
+    const words = ["t", "-t", "ready", "delayed", "buried", "reserved", "0", "1", "-1", "99999999999", "x", "", "+3"];
+    let seed = 7;
+    const pick = <T>(xs: T[]) => xs[(seed = (seed * 1103515245 + 12345) % 2147483648) % xs.length]!;
+    a.send("use t\r\nput 1 0 60 1\r\na\r\nput 1 5 60 1\r\nb\r\n");
+    for (let i = 0; i < 2000; i++) {
+      const n = pick([0, 1, 2, 3, 4]);
+      const line = [pick(verbs), ...Array.from({ length: n }, () => pick(words))].join(" ");
+      const r = a.send(line + "\r\n");
+      assert.doesNotMatch(r, /INTERNAL_ERROR|UNKNOWN_COMMAND/, line);
+      if (i % 100 === 0) a.send(`put-at 1 ${i} 60 1\r\nc\r\nput-unique k${i % 7} 1 0 1 1\r\nd\r\n`);
+      if (i % 50 === 0) clock.advance(1000);
+    }
+    assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    assert.deepEqual(errors, []);
+    svc.close();
+  });
+});
