@@ -329,4 +329,6 @@ export interface Engine {
   setDlq?(tube: string, maxAttempts: number, deadTube: string): Answer<"OK" | "INTERNAL_ERROR">;
   /** set-backoff: a released or timed-out job of the tube comes back delayed (base 0: no backoff). */
   setBackoff?(tube: string, baseSec: number, capSec: number): Answer<"OK" | "INTERNAL_ERROR">;
+  /** drain off: puts are accepted again (drain mode, from SIGUSR1 or `drain on`, ends). */
+  undrain?(): void;
 }

@@ -415,6 +415,10 @@ export class Queue implements Engine {
     this.#draining = true;
   }
 
+  undrain(): void {
+    this.#draining = false;
+  }
+
   get draining(): boolean {
     return this.#draining;
   }

@@ -47,6 +47,7 @@ export const OP = {
   SET_BACKOFF: 36,
   STATS_TUBE_ALL: 37,
   LIST_TUBES_PAUSED: 38,
+  DRAIN: 39,
 } as const;
 
 /** One opcode: a literal union, so a switch over it can be checked for completeness. */

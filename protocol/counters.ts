@@ -40,10 +40,11 @@ export const EXT_KEYS = [
   "delete-tube",
   "peek-tube",
   "list-jobs",
+  "list-tubes-paused",
+  "stats-tube-all",
   "set-dlq",
   "capabilities",
-  "stats-tube-all",
-  "list-tubes-paused",
+  "drain",
   "put-unique",
   "set-backoff",
 ] as const;

@@ -129,6 +129,7 @@ export function dispatch(s: Session, buf: Uint8Array, start: number, end: number
     case OP.SET_BACKOFF:
     case OP.STATS_TUBE_ALL:
     case OP.LIST_TUBES_PAUSED:
+    case OP.DRAIN:
       return dispatchExtension(s, op);
     default:
       return assertNever(op);

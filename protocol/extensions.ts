@@ -19,17 +19,18 @@ import type { Engine, Exists, JobList, ListState, PutResult, Refusal, RetryPolic
 
 /** Extension verbs: [name, op, argument count range], in the order capabilities lists them. */
 const VERBS: ReadonlyMap<string, [Op, number, number]> = new Map([
-  // beanstalkd-pi's, in its capabilities order (without stats-conn, list-connections, drain)
+  // beanstalkd-pi's, in its capabilities order (without stats-conn and list-connections)
   ["ping", [OP.PING, 0, 0]],
   ["put-at", [OP.PUT_AT, 4, 4]],
   ["kick-tube", [OP.KICK_TUBE, 2, 3]],
   ["delete-tube", [OP.DELETE_TUBE, 1, 2]],
   ["peek-tube", [OP.PEEK_TUBE, 2, 2]],
   ["list-jobs", [OP.LIST_JOBS, 2, 4]],
+  ["list-tubes-paused", [OP.LIST_TUBES_PAUSED, 0, 0]],
+  ["stats-tube-all", [OP.STATS_TUBE_ALL, 0, 0]],
   ["set-dlq", [OP.SET_DLQ, 3, 3]],
   ["capabilities", [OP.CAPABILITIES, 0, 0]],
-  ["stats-tube-all", [OP.STATS_TUBE_ALL, 0, 0]],
-  ["list-tubes-paused", [OP.LIST_TUBES_PAUSED, 0, 0]],
+  ["drain", [OP.DRAIN, 1, 1]],
   // tubeway's own
   ["put-unique", [OP.PUT_UNIQUE, 5, 5]],
   ["set-backoff", [OP.SET_BACKOFF, 3, 3]],
@@ -44,11 +45,13 @@ const METHOD: Partial<Record<Op, keyof Engine>> = {
   [OP.PEEK_TUBE]: "peekTube",
   [OP.SET_DLQ]: "setDlq",
   [OP.SET_BACKOFF]: "setBackoff",
+  [OP.DRAIN]: "undrain",
 };
 
 const PONG = ascii("PONG\r\n");
 const DLQ_SET = ascii("DLQ_SET\r\n");
 const BACKOFF_SET = ascii("BACKOFF_SET\r\n");
+const NOT_DRAINING = ascii("NOT_DRAINING\r\n");
 const DELETED_ = ascii("DELETED ");
 const EXISTS_ = ascii("EXISTS ");
 
@@ -148,6 +151,10 @@ function readArgs(cmd: Command, op: Op, a: string[]): boolean {
       cmd.n = u32(a[1]!);
       cmd.tube2 = a[2]!;
       return tube(cmd.tube) && cmd.n >= 0 && tube(cmd.tube2);
+    case OP.DRAIN:
+      // drain on|off|status
+      cmd.state = a[0]!;
+      return cmd.state === "on" || cmd.state === "off" || cmd.state === "status";
     case OP.SET_BACKOFF:
       // set-backoff <tube> <base-seconds> <cap-seconds>
       cmd.tube = a[0]!;
@@ -202,6 +209,11 @@ export function dispatchExtension(s: Session, op: Op): Step | Promise<Step> {
       return answer(s, q.setDlq!(cmd.tube, cmd.n, cmd.tube2), (s, r) => policySet(s, r, DLQ_SET));
     case OP.SET_BACKOFF:
       return answer(s, q.setBackoff!(cmd.tube, cmd.delay, cmd.ttr), (s, r) => policySet(s, r, BACKOFF_SET));
+    case OP.DRAIN:
+      // the state after the command, as beanstalkd-pi answers (stats' draining shows it too)
+      if (cmd.state === "on") q.drain();
+      else if (cmd.state === "off") q.undrain!();
+      return reply(s.out, q.draining ? R.DRAINING : NOT_DRAINING);
     default:
       return reply(s.out, R.UNKNOWN_COMMAND);
   }

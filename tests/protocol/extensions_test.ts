@@ -30,9 +30,8 @@ describe("ping and capabilities", () => {
       a.send("capabilities\r\n"),
       ok(
         `---\nversion: tubeway-${VERSION}\nmax-job-size: 1024\nmax-tube-name-len: 200\nextensions:\n` +
-          "- ping\n- put-at\n- kick-tube\n- delete-tube\n- peek-tube\n- list-jobs\n- set-dlq\n- capabilities\n" +
-          "- stats-tube-all\n- list-tubes-paused\n" +
-          "- put-unique\n- set-backoff\n",
+          "- ping\n- put-at\n- kick-tube\n- delete-tube\n- peek-tube\n- list-jobs\n- list-tubes-paused\n" +
+          "- stats-tube-all\n- set-dlq\n- capabilities\n- drain\n- put-unique\n- set-backoff\n",
       ),
     );
     assert.equal(a.send("ping x\r\n"), "BAD_FORMAT\r\n");
@@ -382,6 +381,23 @@ describe("random extension lines", () => {
     }
     assert.equal(a.send("ping\r\n"), "PONG\r\n");
     assert.deepEqual(errors, []);
+    svc.close();
+  });
+});
+
+describe("drain", () => {
+  it("turns drain mode on and off and reports it, as beanstalkd-pi", () => {
+    const { c, svc } = setup();
+    const a = c();
+    assert.equal(a.send("drain status\r\n"), "NOT_DRAINING\r\n");
+    assert.equal(a.send("drain on\r\nput 1 0 60 1\r\nx\r\n"), "DRAINING\r\nDRAINING\r\n");
+    assert.match(a.send("stats\r\n"), /\ndraining: true\n/);
+    assert.equal(a.send("drain on\r\ndrain status\r\n"), "DRAINING\r\nDRAINING\r\n");
+    assert.equal(a.send("drain off\r\nput 1 0 60 1\r\nx\r\n"), "NOT_DRAINING\r\nINSERTED 2\r\n");
+    for (const bad of ["drain", "drain maybe", "drain on off"]) {
+      assert.equal(a.send(bad + "\r\n"), "BAD_FORMAT\r\n", bad);
+      assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    }
     svc.close();
   });
 });
