@@ -46,6 +46,10 @@ export interface EngineClient {
   readonly usedTube: string;
   /** The watch list in list-tubes-watched order. */
   watchedTubes(): string[];
+  /** Extensions (stats-conn, list-connections): the ids of the jobs it holds reserved, ascending. */
+  reservedIds?(): number[];
+  /** Extensions: whether it waits in reserve now. */
+  readonly isWaiting?: boolean;
 }
 
 /** Called once when a wait in reserve ends: with the reserved job, or why it ended without one. */

@@ -273,6 +273,12 @@ export class Client implements EngineClient {
     return this.waitNodes !== null;
   }
 
+  reservedIds(): number[] {
+    const ids: number[] = [];
+    for (let j = this.reserved.head; j; j = j.next) ids.push(j.id);
+    return ids.sort((a, b) => a - b);
+  }
+
   /** The deadline of this client's soonest reservation, or Infinity. */
   soonestDeadline(): number {
     let t = Infinity;

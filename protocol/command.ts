@@ -48,6 +48,8 @@ export const OP = {
   STATS_TUBE_ALL: 37,
   LIST_TUBES_PAUSED: 38,
   DRAIN: 39,
+  STATS_CONN: 40,
+  LIST_CONNECTIONS: 41,
 } as const;
 
 /** One opcode: a literal union, so a switch over it can be checked for completeness. */

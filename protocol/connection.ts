@@ -99,17 +99,24 @@ export class Connection {
   /** This connection as the engine's Settling, made the first time a batch waits. */
   #settlingAs: Settling | undefined;
 
-  constructor(owner: ConnectionOwner, transport: Transport) {
+  /** `addr`: the peer's address, when the adapter knows it (stats-conn). */
+  constructor(owner: ConnectionOwner, transport: Transport, addr = "") {
     this.#owner = owner;
     this.#parser = new Parser(undefined, owner.bodies);
     this.#transport = transport;
     const client = owner.engine.connect((r) => this.#wake(r));
     this.#s = new Session(owner, client, owner.nextConnectionId());
+    this.#s.addr = addr;
   }
 
-  /** A number for log lines (1.12 prints the fd). */
+  /** A number for log lines (1.12 prints the fd), and the id stats-conn shows. */
   get id(): number {
     return this.#s.id;
+  }
+
+  /** @internal The command state, for stats-conn and list-connections. */
+  get session(): Session {
+    return this.#s;
   }
 
   /** Settles when the connection has closed. */

@@ -42,6 +42,8 @@ export const EXT_KEYS = [
   "list-jobs",
   "list-tubes-paused",
   "stats-tube-all",
+  "stats-conn",
+  "list-connections",
   "set-dlq",
   "capabilities",
   "drain",

@@ -130,6 +130,8 @@ export function dispatch(s: Session, buf: Uint8Array, start: number, end: number
     case OP.STATS_TUBE_ALL:
     case OP.LIST_TUBES_PAUSED:
     case OP.DRAIN:
+    case OP.STATS_CONN:
+    case OP.LIST_CONNECTIONS:
       return dispatchExtension(s, op);
     default:
       return assertNever(op);

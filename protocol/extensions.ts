@@ -14,12 +14,12 @@ import { R } from "./reply.ts";
 import { EXT_KEYS } from "./counters.ts";
 import { answer, found, markProducer, reply, type Session, STEP, type Step } from "./session.ts";
 import { VERSION } from "../core/version.ts";
-import { listYaml, statsTubeYaml } from "./yaml.ts";
+import { listYaml, scalar, statsTubeYaml } from "./yaml.ts";
 import type { Engine, Exists, JobList, ListState, PutResult, Refusal, RetryPolicy, TubeStats } from "../core/engine.ts";
 
 /** Extension verbs: [name, op, argument count range], in the order capabilities lists them. */
 const VERBS: ReadonlyMap<string, [Op, number, number]> = new Map([
-  // beanstalkd-pi's, in its capabilities order (without stats-conn and list-connections)
+  // beanstalkd-pi's, in its capabilities order
   ["ping", [OP.PING, 0, 0]],
   ["put-at", [OP.PUT_AT, 4, 4]],
   ["kick-tube", [OP.KICK_TUBE, 2, 3]],
@@ -28,6 +28,8 @@ const VERBS: ReadonlyMap<string, [Op, number, number]> = new Map([
   ["list-jobs", [OP.LIST_JOBS, 2, 4]],
   ["list-tubes-paused", [OP.LIST_TUBES_PAUSED, 0, 0]],
   ["stats-tube-all", [OP.STATS_TUBE_ALL, 0, 0]],
+  ["stats-conn", [OP.STATS_CONN, 0, 1]],
+  ["list-connections", [OP.LIST_CONNECTIONS, 0, 0]],
   ["set-dlq", [OP.SET_DLQ, 3, 3]],
   ["capabilities", [OP.CAPABILITIES, 0, 0]],
   ["drain", [OP.DRAIN, 1, 1]],
@@ -151,6 +153,11 @@ function readArgs(cmd: Command, op: Op, a: string[]): boolean {
       cmd.n = u32(a[1]!);
       cmd.tube2 = a[2]!;
       return tube(cmd.tube) && cmd.n >= 0 && tube(cmd.tube2);
+    case OP.STATS_CONN:
+      // stats-conn [id]: a connection id (u64, as beanstalkd-pi reads it)
+      if (a[0] !== undefined && !(/^[0-9]{1,20}$/.test(a[0]) && BigInt(a[0]) <= 0xffffffffffffffffn)) return false;
+      cmd.id = a[0] === undefined ? 0 : Number(a[0]);
+      return true;
     case OP.DRAIN:
       // drain on|off|status
       cmd.state = a[0]!;
@@ -209,6 +216,22 @@ export function dispatchExtension(s: Session, op: Op): Step | Promise<Step> {
       return answer(s, q.setDlq!(cmd.tube, cmd.n, cmd.tube2), (s, r) => policySet(s, r, DLQ_SET));
     case OP.SET_BACKOFF:
       return answer(s, q.setBackoff!(cmd.tube, cmd.delay, cmd.ttr), (s, r) => policySet(s, r, BACKOFF_SET));
+    case OP.STATS_CONN: {
+      let target: Session | undefined = s;
+      if (cmd.id !== 0) {
+        target = undefined;
+        for (const x of s.ctx.sessions()) if (x.id === cmd.id) target = x;
+      }
+      if (!target) return reply(s.out, R.NOT_FOUND);
+      s.out.data("---\n" + connectionYaml(target, ""));
+      return STEP.NEXT;
+    }
+    case OP.LIST_CONNECTIONS: {
+      let y = "---\n";
+      for (const x of s.ctx.sessions()) y += connectionYaml(x, "- ");
+      s.out.data(y);
+      return STEP.NEXT;
+    }
     case OP.DRAIN:
       // the state after the command, as beanstalkd-pi answers (stats' draining shows it too)
       if (cmd.state === "on") q.drain();
@@ -289,6 +312,25 @@ export function statsTubeAllYaml(tubes: readonly TubeStats[]): string {
     y += lines.map((l, i) => (i === 0 ? "- " : "  ") + l + "\n").join("");
   }
   return y;
+}
+
+/**
+ * One connection as stats-conn shows it, beanstalkd-pi's keys in its order; `first`
+ * starts the first line ("- " in list-connections, whose other lines are indented).
+ */
+function connectionYaml(x: Session, first: string): string {
+  const c = x.client;
+  const pad = first === "" ? "" : "  ";
+  const watching = c.watchedTubes().sort().join(", ");
+  const reserved = (c.reservedIds?.() ?? []).join(", ");
+  return `${first}id: ${x.id}\n` +
+    `${pad}addr: ${scalar(x.addr)}\n` +
+    `${pad}tube: ${scalar(c.usedTube)}\n` +
+    `${pad}watching: [${watching}]\n` +
+    `${pad}reserved-jobs: [${reserved}]\n` +
+    `${pad}producer: ${x.producer}\n` +
+    `${pad}worker: ${x.worker}\n` +
+    `${pad}waiting: ${c.isWaiting === true}\n`;
 }
 
 const NO_POLICY: RetryPolicy = { maxAttempts: 0, deadTube: "", backoffBaseSec: 0, backoffCapSec: 0 };

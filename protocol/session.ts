@@ -28,6 +28,8 @@ export interface ConnectionContext {
    * without allocating.
    */
   readonly spareBuffers: Uint8Array[];
+  /** Every open connection's session, in the order they connected (stats-conn, list-connections). */
+  sessions(): Iterable<Session>;
 }
 
 /** What the connection does after a command. The numbers of a put's body are in Session.cmd.n. */
@@ -58,6 +60,8 @@ export class Session {
   /** Sent a well-formed put line / a reserve (stats' current-producers and -workers). */
   producer = false;
   worker = false;
+  /** The peer's address as the adapter gave it (host:port, [v6]:port, unix:PATH), or "" (stats-conn). */
+  addr = "";
 
   constructor(
     readonly ctx: ConnectionContext,

@@ -31,7 +31,8 @@ describe("ping and capabilities", () => {
       ok(
         `---\nversion: tubeway-${VERSION}\nmax-job-size: 1024\nmax-tube-name-len: 200\nextensions:\n` +
           "- ping\n- put-at\n- kick-tube\n- delete-tube\n- peek-tube\n- list-jobs\n- list-tubes-paused\n" +
-          "- stats-tube-all\n- set-dlq\n- capabilities\n- drain\n- put-unique\n- set-backoff\n",
+          "- stats-tube-all\n- stats-conn\n- list-connections\n" +
+          "- set-dlq\n- capabilities\n- drain\n- put-unique\n- set-backoff\n",
       ),
     );
     assert.equal(a.send("ping x\r\n"), "BAD_FORMAT\r\n");
@@ -398,6 +399,32 @@ describe("drain", () => {
       assert.equal(a.send(bad + "\r\n"), "BAD_FORMAT\r\n", bad);
       assert.equal(a.send("ping\r\n"), "PONG\r\n");
     }
+    svc.close();
+  });
+});
+
+describe("stats-conn and list-connections", () => {
+  it("describe a connection by id, or every one, in beanstalkd-pi's keys", () => {
+    const { c, svc } = setup();
+    const a = c();
+    const w = c();
+    a.send("use jobs\r\nput 1 0 60 1\r\nx\r\nput 1 0 60 1\r\ny\r\n");
+    w.send("watch jobs\r\nwatch alpha\r\nreserve-job 2\r\nreserve-job 1\r\n");
+    const conn = (id: number, first: string, pad: string, rest: string) =>
+      `${first}id: ${id}\n${pad}addr: ""\n` + rest.split("\n").filter((l) => l).map((l) => pad + l + "\n").join("");
+    const aDoc = "tube: jobs\nwatching: [default]\nreserved-jobs: []\nproducer: true\nworker: false\nwaiting: false";
+    const wDoc = "tube: default\nwatching: [alpha, default, jobs]\nreserved-jobs: [1, 2]\nproducer: false\n" +
+      "worker: true\nwaiting: false";
+    assert.equal(a.send("stats-conn\r\n"), ok("---\n" + conn(1, "", "", aDoc)));
+    assert.equal(a.send("stats-conn 2\r\n"), ok("---\n" + conn(2, "", "", wDoc)));
+    assert.equal(a.send("list-connections\r\n"), ok("---\n" + conn(1, "- ", "  ", aDoc) + conn(2, "- ", "  ", wDoc)));
+    assert.equal(a.send("stats-conn 999999\r\n"), "NOT_FOUND\r\n");
+    for (const bad of ["stats-conn abc", "stats-conn 1 2", "stats-conn -1", "list-connections x"]) {
+      assert.equal(a.send(bad + "\r\n"), "BAD_FORMAT\r\n", bad);
+      assert.equal(a.send("ping\r\n"), "PONG\r\n");
+    }
+    w.close();
+    assert.equal(a.send("stats-conn 2\r\n"), "NOT_FOUND\r\n");
     svc.close();
   });
 });

@@ -2,6 +2,7 @@
 // policy, unique keys, a dead letter and a delete-tube (with a job reserved during it),
 // killed with SIGKILL, and started again on the same directory by this runtime and by
 // the other one: every extension's state is back (adapters/open.ts restores the policies).
+// And stats-conn / list-connections show each runtime's peer addresses.
 //
 // Run: node_modules/.bin/deno test -A tests/system/extensions_restart_test.ts
 //      node_modules/.bin/bun test --timeout 120000 tests/system/extensions_restart_test.ts
@@ -56,6 +57,30 @@ async function scenario(first: Srv, second: Srv): Promise<void> {
   b.close();
   await kill9(s2);
 }
+
+async function peers(srv: Srv): Promise<void> {
+  const s = await scope.start(srv, []);
+  const a = await dial(s.addr);
+  const b = await dial(s.addr);
+  assert.equal(await b.cmd("watch t"), "WATCHING 2\r\n");
+  const all = await a.cmd("list-connections");
+  const addrs = [...all.matchAll(/^ {2}addr: (.*)$/gm)].map((m) => m[1]!);
+  assert.equal(addrs.length, 2, all);
+  for (const x of addrs) assert.match(x, /^127\.0\.0\.1:[1-9][0-9]*$/);
+  assert.notEqual(addrs[0], addrs[1]);
+  assert.match(
+    await a.cmd("stats-conn"),
+    new RegExp(`^OK \\d+\r\n---\nid: \\d+\naddr: ${addrs[0]!.replace(/\./g, "\\.")}\n`),
+  );
+  a.close();
+  b.close();
+  await kill9(s);
+}
+
+describe("stats-conn through the real server", () => {
+  test(`${HERE.name}: every connection's peer address`, () => peers(HERE));
+  test(`${OTHER.name}: every connection's peer address`, () => peers(OTHER));
+});
 
 describe("extensions after kill -9", () => {
   test(`${HERE.name} restarts on its own log`, () => scenario(HERE, HERE));
