@@ -17,12 +17,22 @@
 // handshake succeeds, and is dropped if it fails or stalls.
 import type { Service } from "../protocol/service.ts";
 import type { Connection } from "../protocol/connection.ts";
-import { HANDSHAKE_TIMEOUT_MS, type ListenAddress, type Listening, type ListenOptions, peerName } from "./types.ts";
+import {
+  HANDSHAKE_TIMEOUT_MS,
+  type ListenAddress,
+  type Listening,
+  type ListenOptions,
+  peerAddress,
+  peerName,
+} from "./types.ts";
 
 // Just the part of Bun's socket API used here, so that other runtimes' type checkers
 // (deno test checks every file it loads) need no Bun type definitions.
 interface Sock {
   data: State;
+  /** The peer (stats-conn); empty for a UNIX client. */
+  readonly remoteAddress?: string;
+  readonly remotePort?: number;
   write(data: Uint8Array): number;
   end(): void;
   pause(): void;
@@ -181,19 +191,23 @@ export function listenBun(svc: Service, addr: ListenAddress, opts: ListenOptions
   };
   /** Make the socket a beanstalkd connection. */
   const attach = (sock: Sock, st: State, peer?: string): void => {
-    const conn = svc.connect({
-      write(piece) {
-        const n = sock.write(piece);
-        if (n === piece.length) return;
-        if (n < 0) throw new Error("socket closed");
-        st.rest = piece.subarray(n);
-        watchStuck(sock, st);
-        return new Promise<void>((resolve) => (st.done = resolve));
+    const conn = svc.connect(
+      {
+        write(piece) {
+          const n = sock.write(piece);
+          if (n === piece.length) return;
+          if (n < 0) throw new Error("socket closed");
+          st.rest = piece.subarray(n);
+          watchStuck(sock, st);
+          return new Promise<void>((resolve) => (st.done = resolve));
+        },
+        close() {
+          sock.end();
+        },
       },
-      close() {
-        sock.end();
-      },
-    }, peer);
+      peer,
+      peerAddress(sock.remoteAddress, sock.remotePort, addr),
+    );
     st.conn = conn;
     conn.onResume = () => {
       if (feedHeld(st, conn) && st.paused && conn.wantsInput) {

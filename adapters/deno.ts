@@ -15,7 +15,7 @@ import { Buffer } from "node:buffer";
 import { Socket } from "node:net";
 import type { Server } from "node:tls";
 import { listenNodeTls, tlsServer } from "./node_tls.ts";
-import { HANDSHAKE_TIMEOUT_MS, type ListenAddress, type Listening, type ListenOptions } from "./types.ts";
+import { HANDSHAKE_TIMEOUT_MS, type ListenAddress, type Listening, type ListenOptions, peerAddress } from "./types.ts";
 import { AcceptErrorLog, acceptVerdict, BACK_OFF_MS } from "./accept_errors.ts";
 
 /**
@@ -32,21 +32,27 @@ const MAX_READ = 64 * 1024;
  * it, and shrinks again after a small read. The connection keeps only what it has not
  * consumed when push() returns, so the buffer is reused.
  */
-async function serveConn(svc: Service, conn: Deno.Conn): Promise<void> {
+async function serveConn(svc: Service, conn: Deno.Conn, listen?: ListenAddress): Promise<void> {
   let closed = false;
-  const c = svc.connect({
-    async write(piece) {
-      let off = 0;
-      while (off < piece.length) off += await conn.write(off === 0 ? piece : piece.subarray(off));
+  const remote = conn.remoteAddr as Deno.NetAddr | Deno.UnixAddr;
+  const addr = remote.transport === "tcp" ? peerAddress(remote.hostname, remote.port) : peerAddress("", 0, listen);
+  const c = svc.connect(
+    {
+      async write(piece) {
+        let off = 0;
+        while (off < piece.length) off += await conn.write(off === 0 ? piece : piece.subarray(off));
+      },
+      close() {
+        if (closed) return;
+        closed = true;
+        try {
+          conn.close();
+        } catch { /* already closed */ }
+      },
     },
-    close() {
-      if (closed) return;
-      closed = true;
-      try {
-        conn.close();
-      } catch { /* already closed */ }
-    },
-  });
+    undefined,
+    addr,
+  );
   let resume: (() => void) | undefined;
   c.onResume = () => {
     const r = resume;
@@ -163,7 +169,7 @@ export async function listenDeno(
   addr: Exclude<ListenAddress, { fd: number }>,
   opts: ListenOptions = {},
 ): Promise<Listening> {
-  let serve = (conn: Deno.Conn) => void serveConn(svc, conn);
+  let serve = (conn: Deno.Conn) => void serveConn(svc, conn, addr);
   if (opts.tls && !("path" in addr)) {
     const handshakeMs = opts.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS;
     const handOver = tlsHandOver(svc, tlsServer(svc, opts.tls, handshakeMs), handshakeMs);

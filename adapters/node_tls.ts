@@ -6,7 +6,14 @@ import type { Socket } from "node:net";
 import { createServer, type Server, type TLSSocket } from "node:tls";
 import type { Service } from "../protocol/service.ts";
 import { serveStreams, type StreamPair } from "../protocol/streams.ts";
-import { HANDSHAKE_TIMEOUT_MS, type ListenAddress, type Listening, peerName, type TlsMaterial } from "./types.ts";
+import {
+  HANDSHAKE_TIMEOUT_MS,
+  type ListenAddress,
+  type Listening,
+  peerAddress,
+  peerName,
+  type TlsMaterial,
+} from "./types.ts";
 
 /** A stream handle's reads, as node's (and Deno's node layer's) TCP handles have them. */
 interface Reads {
@@ -79,7 +86,8 @@ export function socketStreams(sock: Socket): StreamPair {
   // end() sends what is queued, then close_notify and FIN; destroy once that is done, so
   // a client that never closes its side does not keep the socket.
   const close = () => sock.end(() => sock.destroy());
-  return { readable, writable, close };
+  const addr = peerAddress(sock.remoteAddress, sock.remotePort);
+  return addr ? { readable, writable, close, addr } : { readable, writable, close };
 }
 
 /**

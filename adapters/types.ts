@@ -61,3 +61,13 @@ export interface ListenOptions {
  * stalled scan cannot pile up sockets.
  */
 export const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/**
+ * A peer's address as stats-conn shows it (beanstalkd-pi writes Go's host:port): host:port,
+ * [v6]:port, or unix:PATH of the listening socket for a UNIX client (which has no name of
+ * its own); "" when nothing is known.
+ */
+export function peerAddress(host: string | undefined, port: number | undefined, listen?: ListenAddress): string {
+  if (host) return `${host.includes(":") ? `[${host}]` : host}:${port ?? 0}`;
+  return listen && "path" in listen ? `unix:${listen.path}` : "";
+}

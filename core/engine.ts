@@ -60,6 +60,10 @@ export interface EngineClient {
   readonly usedTube: string;
   /** The watch list in list-tubes-watched order. */
   watchedTubes(): string[];
+  /** Extensions (stats-conn, list-connections): the ids of the jobs it holds reserved, ascending. */
+  reservedIds?(): number[];
+  /** Extensions: whether it waits in reserve now. */
+  readonly isWaiting?: boolean;
 }
 
 /** Called once when a wait in reserve ends: with the reserved job, or why it ended without one. */
@@ -104,6 +108,10 @@ export interface JobStats {
   buries: number;
   /** Times kicked. */
   kicks: number;
+  /** Extensions, only on jobs that have them (stats-job shows them then): put-unique's key. */
+  key?: string;
+  /** A dead letter's tube of origin. */
+  deadLetterFrom?: string;
 }
 
 /** A snapshot of one tube for stats-tube. */
@@ -136,7 +144,29 @@ export interface TubeStats {
   pause: number;
   /** Seconds until the pause ends. */
   pauseTimeLeft: number;
+  /** Only on tubes that have one (stats-tube shows it then): set-dlq's and set-backoff's policy. */
+  policy?: RetryPolicy;
 }
+
+/** A tube's retry policy (issue 19): set-dlq's limit and dead-letter tube, set-backoff's delays. */
+export interface RetryPolicy {
+  /** Attempts (reservations ended by a release or a TTR timeout) before the job is dead-lettered; 0: no limit. */
+  maxAttempts: number;
+  /** Where a job goes, buried, when its attempts run out ("" with no limit). */
+  deadTube: string;
+  /** A released or timed-out job comes back delayed by at least base × 2^(attempts-1) s, at most cap s; 0: no backoff. */
+  backoffBaseSec: number;
+  /** 0: no cap. */
+  backoffCapSec: number;
+}
+
+/** What put-unique can answer beyond put's answers: the live job that holds the key. */
+export interface Exists {
+  readonly exists: number;
+}
+
+/** The states delete-tube and kick-tube may be limited to (none: every state the command covers). */
+export type TubeState = ListState;
 
 /** One tube for the metrics port and the dashboard: stats-tube plus what they show beyond it. */
 export interface TubeSnapshot extends TubeStats {
@@ -210,6 +240,8 @@ export interface EngineMetrics {
   reserveToDelete: HistogramView;
   /** Absent without a log. */
   log: LogHealth | undefined;
+  /** Jobs moved to a dead-letter tube since start (engines with set-dlq). */
+  deadLettered?: number;
 }
 
 /** Job states a listing can show (reserved jobs are not listed). */
@@ -324,8 +356,11 @@ export interface Engine {
   tubeNames(): Answer<string[]>;
   /** Snapshots of these tubes (the metrics port asks in slices); gone tubes are left out. */
   tubes(names: readonly string[]): Answer<TubeSnapshot[]>;
-  /** Up to `limit` jobs of a tube in a state, in serving order; undefined if no such tube. */
-  listJobs(tube: string, state: ListState, limit: number): Answer<JobList | undefined>;
+  /**
+   * Up to `limit` jobs of a tube in a state, in serving order, after skipping the first
+   * `offset` (list-jobs; default 0); undefined if no such tube.
+   */
+  listJobs(tube: string, state: ListState, limit: number, offset?: number): Answer<JobList | undefined>;
   /** Latency histograms and the log's health, for the metrics port (read at once). */
   metrics(): EngineMetrics;
 
@@ -352,4 +387,39 @@ export interface Engine {
   settle(s: Settling, changed: boolean, replies: boolean): boolean;
   /** Stop the timer and release what the engine holds (the log: write, fsync, unlock). */
   close(): void;
+
+  // ---- extensions (issue 19; docs/extensions.md). Optional, so that an engine serves the
+  // stock protocol without them; `capabilities` lists those this engine has. Each is
+  // logged like any change, and a job or tube without extension state pays nothing.
+  /**
+   * delete-tube: every job of the tube in `state` (none: ready, delayed and buried) is
+   * deleted now, and without a state the jobs reserved now are deleted when they come
+   * back (release, bury, TTR, disconnect). The number deleted now; NOT_FOUND: no such tube.
+   */
+  deleteTube?(tube: string, state?: TubeState): Answer<number | Refusal>;
+  /** kick-tube: as kick on that tube (state: only buried, or only delayed, jobs). NOT_FOUND: no such tube. */
+  kickTube?(tube: string, bound: number, state?: "buried" | "delayed"): Answer<number | Refusal>;
+  /** peek-tube: peek-ready / -delayed / -buried on a named tube. */
+  peekTube?(tube: string, state: ListState): Answer<JobOut | undefined>;
+  /** put-at: put with the delay that makes the job ready at `atSec` (Unix seconds; past: now). */
+  putAt?(c: EngineClient, pri: number, atSec: number, ttrSec: number, body: Uint8Array, id: number): Answer<PutResult>;
+  /** put-unique: put, unless a live job of the used tube has this key (then its id). */
+  putUnique?(
+    c: EngineClient,
+    key: string,
+    pri: number,
+    delaySec: number,
+    ttrSec: number,
+    body: Uint8Array,
+    id: number,
+  ): Answer<PutResult | Exists>;
+  /**
+   * set-dlq: after maxAttempts attempts a job of the tube is buried in deadTube (0: no
+   * limit). The tube exists (created if needed) while it has a policy.
+   */
+  setDlq?(tube: string, maxAttempts: number, deadTube: string): Answer<"OK" | "INTERNAL_ERROR">;
+  /** set-backoff: a released or timed-out job of the tube comes back delayed (base 0: no backoff). */
+  setBackoff?(tube: string, baseSec: number, capSec: number): Answer<"OK" | "INTERNAL_ERROR">;
+  /** drain off: puts are accepted again (drain mode, from SIGUSR1 or `drain on`, ends). */
+  undrain?(): void;
 }

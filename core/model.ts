@@ -4,7 +4,7 @@
 // its wait) and the one intrusive List type that links them. They refer to each other,
 // so they live together: no import cycle between files. The heaps the tubes keep their
 // jobs in are core/heap.ts (beanstalkd's heap.c).
-import type { EngineClient, JobState, WaitEnd, Wake } from "./engine.ts";
+import type { EngineClient, JobState, RetryPolicy, WaitEnd, Wake } from "./engine.ts";
 import { Heap } from "./heap.ts";
 
 export type { JobState, WaitEnd };
@@ -51,7 +51,8 @@ export const URGENT_PRI = 1024;
 /** One job: its body, scheduling fields, counters, and its links (heap slots, one list). */
 export class Job {
   readonly id: number;
-  readonly tube: Tube;
+  /** Changes only when a dead letter moves to its dead-letter tube (core/extensions.ts). */
+  tube: Tube;
   /**
    * Where the body (with its trailing CRLF) lives: a range of a buffer that may be
    * shared with other bodies. Kept as three fields rather than a Uint8Array view,
@@ -185,6 +186,9 @@ export class Tube {
   unpauseAt = 0;
   /** Position in the queue's tube list (swap-remove order, as list-tubes shows). */
   listSlot = -1;
+  /** Extensions (core/extensions.ts): the retry policy, and the jobs by put-unique key; null when none. */
+  policy: RetryPolicy | null = null;
+  keys: Map<string, Job> | null = null;
 
   constructor(name: string) {
     this.name = name;
@@ -200,9 +204,9 @@ export class Tube {
     return this.ready.size + this.delayed.size + this.buried.size + this.reserved;
   }
 
-  /** Nothing refers to this tube any more (the queue keeps "default" regardless). */
+  /** Nothing refers to this tube any more (the queue keeps "default" regardless; a policy keeps a tube). */
   get unreferenced(): boolean {
-    return this.using === 0 && this.watching === 0 && this.jobs === 0;
+    return this.using === 0 && this.watching === 0 && this.jobs === 0 && this.policy === null;
   }
 
   /** `now`: monotonic ms, kept in the job's deadline: when it became ready (queue latency metrics). */
@@ -267,6 +271,12 @@ export class Client implements EngineClient {
 
   get isWaiting(): boolean {
     return this.waitNodes !== null;
+  }
+
+  reservedIds(): number[] {
+    const ids: number[] = [];
+    for (let j = this.reserved.head; j; j = j.next) ids.push(j.id);
+    return ids.sort((a, b) => a - b);
   }
 
   /** The deadline of this client's soonest reservation, or Infinity. */

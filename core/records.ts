@@ -4,14 +4,18 @@ import type { Clock } from "./clock.ts";
 import { Job, jobMs } from "./model.ts";
 import type { Tubes } from "./tubes.ts";
 import type { JobRecord, JobState } from "./wal.ts";
+import type { JobExtras } from "./extras.ts";
 
 export class Records {
   readonly #clock: Clock;
+  /** The store's extension state by job id (see store.ts): full records carry a job's key and origin. */
+  readonly #extras: Map<number, JobExtras>;
   #wallOffset = 0;
   #checkedAt = -Infinity;
 
-  constructor(clock: Clock) {
+  constructor(clock: Clock, extras: Map<number, JobExtras>) {
     this.#clock = clock;
+    this.#extras = extras;
   }
 
   /**
@@ -53,7 +57,12 @@ export class Records {
       buries: j.buries,
       kicks: j.kicks,
     };
-    if (withBody) rec.body = j.body;
+    if (withBody) {
+      rec.body = j.body;
+      const x = this.#extras.size > 0 ? this.#extras.get(j.id) : undefined;
+      if (x?.key !== undefined) rec.key = x.key;
+      if (x?.from !== undefined) rec.from = x.from;
+    }
     return rec;
   }
 
@@ -75,6 +84,13 @@ export class Records {
       j.releases = r.releases;
       j.buries = r.buries;
       j.kicks = r.kicks;
+      if (r.key !== undefined || r.from !== undefined) {
+        this.#extras.set(j.id, {
+          ...(r.key !== undefined ? { key: r.key } : {}),
+          ...(r.from !== undefined ? { from: r.from } : {}),
+        });
+        if (r.key !== undefined) (t.keys ??= new Map()).set(r.key, j);
+      }
       keep(j);
       if (r.state === "buried") {
         j.state = "buried";

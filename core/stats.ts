@@ -28,7 +28,7 @@ export function jobStats(j: Job, now: number, file: number): JobStats {
 /** stats-tube for t at monotonic time now; an expired pause shows as 0 until the tick clears it. */
 export function tubeStats(t: Tube, now: number): TubeStats {
   const paused = t.unpauseAt > now;
-  return {
+  const st: TubeStats = {
     name: t.name,
     urgent: t.urgent,
     ready: t.ready.size,
@@ -44,6 +44,8 @@ export function tubeStats(t: Tube, now: number): TubeStats {
     pause: paused ? Math.trunc(t.pauseMs / 1000) : 0,
     pauseTimeLeft: paused ? Math.trunc((t.unpauseAt - now) / 1000) : 0,
   };
+  if (t.policy !== null) st.policy = { ...t.policy };
+  return st;
 }
 
 /** Ms since the oldest ready job of t became ready; 0 when none is ready. A scan: for scrapes, not commands. */
@@ -79,33 +81,55 @@ export function jobGauges(tubes: readonly Tube[]) {
 
 /**
  * The k least items of a binary heap stored in an array (children of i at 2i+1, 2i+2),
- * in order, without sorting the whole heap: a frontier grows from the root, and the
- * least frontier item is always the next in order. O(k^2) for the small k listed.
+ * in order, without sorting the whole heap: a frontier grows from the root, kept as a
+ * small heap itself, and its least item is always the next in order. O(k log k).
  */
 export function leastOfHeap<T>(items: readonly T[], less: (a: T, b: T) => boolean, k: number): T[] {
   const out: T[] = [];
   const frontier: number[] = items.length > 0 ? [0] : [];
+  const before = (a: number, b: number) => less(items[frontier[a]!]!, items[frontier[b]!]!);
+  const swap = (a: number, b: number) => {
+    const x = frontier[a]!;
+    frontier[a] = frontier[b]!;
+    frontier[b] = x;
+  };
   while (out.length < k && frontier.length > 0) {
-    let best = 0;
-    for (let i = 1; i < frontier.length; i++) if (less(items[frontier[i]!]!, items[frontier[best]!]!)) best = i;
-    const at = frontier[best]!;
-    frontier[best] = frontier[frontier.length - 1]!;
-    frontier.pop();
+    const at = frontier[0]!;
     out.push(items[at]!);
-    for (const child of [2 * at + 1, 2 * at + 2]) if (child < items.length) frontier.push(child);
+    frontier[0] = frontier[frontier.length - 1]!;
+    frontier.pop();
+    for (let i = 0;;) { // sift down
+      const l = 2 * i + 1, r = l + 1;
+      let m = i;
+      if (l < frontier.length && before(l, m)) m = l;
+      if (r < frontier.length && before(r, m)) m = r;
+      if (m === i) break;
+      swap(i, m);
+      i = m;
+    }
+    for (const child of [2 * at + 1, 2 * at + 2]) {
+      if (child >= items.length) continue;
+      frontier.push(child);
+      for (let i = frontier.length - 1; i > 0 && before(i, (i - 1) >> 1); i = (i - 1) >> 1) swap(i, (i - 1) >> 1);
+    }
   }
   return out;
 }
 
-/** Up to `limit` jobs of t in a state, in the order the queue serves them. */
-export function listJobs(t: Tube, state: ListState, limit: number, now: number): JobList {
+/**
+ * Up to `limit` jobs of t in a state, in the order the queue serves them, after the
+ * first `offset`. O((offset + limit) log) for ready and delayed, O(offset + limit) buried.
+ */
+export function listJobs(t: Tube, state: ListState, limit: number, now: number, offset = 0): JobList {
   const k = Math.max(0, limit);
+  const skip = Math.max(0, offset);
   let jobs: Job[];
-  if (state === "ready") jobs = leastOfHeap(t.ready.items, readyBefore, k);
-  else if (state === "delayed") jobs = leastOfHeap(t.delayed.items, deadlineBefore, k);
+  if (state === "ready") jobs = leastOfHeap(t.ready.items, readyBefore, skip + k).slice(skip);
+  else if (state === "delayed") jobs = leastOfHeap(t.delayed.items, deadlineBefore, skip + k).slice(skip);
   else {
     jobs = [];
-    for (let j = t.buried.head; j && jobs.length < k; j = j.next) jobs.push(j);
+    let i = 0;
+    for (let j = t.buried.head; j && jobs.length < k; j = j.next) if (i++ >= skip) jobs.push(j);
   }
   const total = state === "ready" ? t.ready.size : state === "delayed" ? t.delayed.size : t.buried.size;
   return { tube: t.name, state, total, jobs: jobs.map((j) => jobSnapshot(j, now)) };

@@ -2,6 +2,7 @@
 // The engine speaks in JobRecords (plain data, wall-clock times); the log decides
 // files, checksums, rotation and compaction. Without -b the engine uses NO_WAL.
 import type { JobState, LogHealth, LogStats } from "./engine.ts";
+import type { RetryPolicy } from "./extras.ts";
 
 /** Job states as the protocol names them; "deleted" exists only in the log. */
 export type { JobState };
@@ -26,6 +27,10 @@ export interface JobRecord {
   kicks: number;
   /** Body including its trailing CRLF; only needed on full records. */
   body?: Uint8Array;
+  /** Extensions (issue 19), on full records of jobs that have them: put-unique's key. */
+  key?: string;
+  /** A dead letter's tube of origin. */
+  from?: string;
 }
 
 /** What the log gives back at startup. */
@@ -44,6 +49,8 @@ export interface Recovered {
   maxId: number;
   /** File sequence number holding each job's newest full record. */
   fileOf: Map<number, number>;
+  /** Tube retry policies in force (set-dlq, set-backoff), by tube. */
+  policies: Map<string, RetryPolicy>;
 }
 
 /**
@@ -58,6 +65,10 @@ export interface Wal {
   put(rec: JobRecord): boolean;
   /** A state change of a known job (short record): bury, kick, release, delete. */
   update(rec: JobRecord): boolean;
+  /** delete-tube: these jobs are deleted, as one record. */
+  purge(tube: string, ids: readonly number[]): boolean;
+  /** A tube's retry policy from now on (all zero: none). */
+  policy(tube: string, p: RetryPolicy): boolean;
   /**
    * Write every record accepted so far (one append). False when that failed, or an
    * earlier write of accepted records did since the last call: those changes are
@@ -109,6 +120,8 @@ export function noWal(maxSize: number): Wal {
   return {
     put: () => true,
     update: () => true,
+    purge: () => true,
+    policy: () => true,
     flush: () => true,
     logs: false,
     fileOf: () => 0,

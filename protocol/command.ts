@@ -34,6 +34,22 @@ export const OP = {
   LIST_TUBES: 24,
   QUIT: 25,
   PAUSE_TUBE: 26,
+  // Extensions (issue 19), parsed by extensions.ts when no stock verb matches.
+  PING: 27,
+  CAPABILITIES: 28,
+  PUT_AT: 29,
+  PUT_UNIQUE: 30,
+  KICK_TUBE: 31,
+  DELETE_TUBE: 32,
+  PEEK_TUBE: 33,
+  LIST_JOBS: 34,
+  SET_DLQ: 35,
+  SET_BACKOFF: 36,
+  STATS_TUBE_ALL: 37,
+  LIST_TUBES_PAUSED: 38,
+  DRAIN: 39,
+  STATS_CONN: 40,
+  LIST_CONNECTIONS: 41,
 } as const;
 
 /** One opcode: a literal union, so a switch over it can be checked for completeness. */
@@ -54,6 +70,12 @@ export class Command {
   /** pause-tube: the name failed validation after the delay parsed (counts, then BAD_FORMAT). */
   badName = false;
   tube = "";
+  /** Extensions: set-dlq's dead tube; a state word; put-unique's key; list-jobs' offset; put-at's Unix time (s). */
+  tube2 = "";
+  state = "";
+  key = "";
+  offset = 0;
+  at = 0;
   /**
    * parseCommand's argument reader for this Command's lines: made once with it, so a
    * parse allocates nothing and no reader state is shared between connections.

@@ -14,7 +14,8 @@
 // holding at most about OUT_HIGH of replies (bigger job bodies are held by reference,
 // not copied: see Output in reply.ts); server memory per connection stays bounded.
 import { BODY, LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "./parser.ts";
-import { type ConnectionContext, dispatch, putBody, Session, STEP, type Step, woken } from "./dispatch.ts";
+import { dispatch, putBody, woken } from "./dispatch.ts";
+import { type ConnectionContext, Session, STEP, type Step } from "./session.ts";
 import { R } from "./reply.ts";
 import type { JobOut, Settling, WaitEnd } from "../core/engine.ts";
 import type { Turns } from "../core/clock.ts";
@@ -104,17 +105,24 @@ export class Connection implements Settling {
   /** A command of this batch changed something: its replies wait for the engine (settle). */
   #changed = false;
 
-  constructor(owner: ConnectionOwner, transport: Transport) {
+  /** `addr`: the peer's address, when the adapter knows it (stats-conn). */
+  constructor(owner: ConnectionOwner, transport: Transport, addr = "") {
     this.#owner = owner;
     this.#parser = new Parser(undefined, owner.bodies);
     this.#transport = transport;
     const client = owner.engine.connect((r) => this.#wake(r));
     this.#s = new Session(owner, client, owner.nextConnectionId());
+    this.#s.addr = addr;
   }
 
-  /** A number for log lines (1.12 prints the fd). */
+  /** A number for log lines (1.12 prints the fd), and the id stats-conn shows. */
   get id(): number {
     return this.#s.id;
+  }
+
+  /** @internal The command state, for stats-conn and list-connections. */
+  get session(): Session {
+    return this.#s;
   }
 
   /** Settles when the connection has closed. */

@@ -5,84 +5,16 @@
 // nothing else meanwhile, so replies leave in command order. The engine is known only
 // through core/engine.ts. The state a command keeps between its line and its body is
 // the connection's Session; this file owns no state.
-import { Command, COUNTER_OF, OP, parseCommand } from "./command.ts";
-import { listYaml, type ServerFacts, statsJobYaml, statsTubeYaml, statsYaml } from "./yaml.ts";
+import { COUNTER_OF, OP, parseCommand } from "./command.ts";
+import { listYaml, statsJobYaml, statsTubeYaml, statsYaml } from "./yaml.ts";
 import { assertNever } from "./never.ts";
-import { Output, R } from "./reply.ts";
+import { type Output, R } from "./reply.ts";
 import { CR, LF } from "./bytes.ts";
-import type { Counters } from "./counters.ts";
-import type {
-  Answer,
-  Engine,
-  EngineClient,
-  JobOut,
-  JobStats,
-  PutResult,
-  Refusal,
-  TubeStats,
-  WaitEnd,
-} from "../core/engine.ts";
+import { answer, found, markProducer, markWorker, reply, type Session, STEP, type Step } from "./session.ts";
+import { dispatchExtension, extensionPutBody, parseExtension } from "./extensions.ts";
+import type { JobOut, JobStats, PutResult, Refusal, TubeStats, WaitEnd } from "../core/engine.ts";
 
-/** What a connection needs from the server it belongs to (Service provides it). */
-export interface ConnectionContext {
-  readonly engine: Engine;
-  /** Commands, connections, producers and workers seen by this server. */
-  readonly counters: Counters;
-  /** Allocates job bodies (a BodyArena shared by every connection). */
-  readonly bodies: (n: number) => Uint8Array;
-  readonly facts: ServerFacts;
-  /** -V count: 1 logs connections, 2 also commands. */
-  readonly verbose: number;
-  readonly log: (line: string) => void;
-  readonly error: (line: string) => void;
-  /**
-   * Output buffers of connections that went idle, shared by every connection of the
-   * server: an idle connection holds none (its own would be ~470 bytes with the JS
-   * objects, of the 8 KB an idle connection may cost), and a busy one takes one back
-   * without allocating.
-   */
-  readonly spareBuffers: Uint8Array[];
-}
-
-/** What the connection does after a command. The numbers of a put's body are in Session.cmd.n. */
-export const STEP = {
-  /** Go on with the next command. */
-  NEXT: 0,
-  /** Go on; this command changed something (its reply waits for Engine.settle). */
-  CHANGED: 1,
-  /** Close once the replies are out. */
-  QUIT: 2,
-  /** The client waits in reserve: process nothing until the engine wakes it. */
-  WAIT: 3,
-  /** Read a put's body: cmd.n bytes and CRLF, then call putBody(). */
-  BODY: 4,
-  /** Throw away cmd.n bytes and CRLF (a body over -z), then answer JOB_TOO_BIG. */
-  SKIP: 5,
-} as const;
-export type Step = (typeof STEP)[keyof typeof STEP];
-
-/** One connection's command state: its client in the engine, its output, a put waiting for its body. */
-export class Session {
-  readonly out: Output;
-  /** The last line parsed; a put's pri/delay/ttr wait here for its body. */
-  readonly cmd = new Command();
-  readonly engine: Engine;
-  /** The id the put waiting for its body took when its line was read (as 1.12 does). */
-  putId = 0;
-  /** Sent a well-formed put line / a reserve (stats' current-producers and -workers). */
-  producer = false;
-  worker = false;
-
-  constructor(
-    readonly ctx: ConnectionContext,
-    readonly client: EngineClient,
-    /** For log lines (1.12 prints the fd). */
-    readonly id: number,
-  ) {
-    this.engine = ctx.engine;
-    this.out = new Output(ctx.spareBuffers);
-  }
-}
+export { type ConnectionContext, Session, STEP, type Step } from "./session.ts";
 
 /** Run one command line, buf[start, end), writing its reply to s.out (now, or when the answer comes). */
 export function dispatch(s: Session, buf: Uint8Array, start: number, end: number): Step | Promise<Step> {
@@ -93,7 +25,14 @@ export function dispatch(s: Session, buf: Uint8Array, start: number, end: number
   if (s.ctx.verbose > 1) {
     s.ctx.log(`<${s.id} command ${String.fromCharCode(...buf.subarray(start, end))}`);
   }
-  const op = parseCommand(buf, start, end, cmd);
+  let op = parseCommand(buf, start, end, cmd);
+  // Extensions only where 1.12 knows no verb, or takes a no-argument verb's prefix
+  // ("stats-tube-all" is stats + garbage: BAD_FORMAT): well-formed stock lines never
+  // reach them, and a line that is no extension keeps 1.12's answer.
+  if (op === OP.UNKNOWN_COMMAND || op === OP.BAD_FORMAT) {
+    const ext = parseExtension(buf, start, end, cmd);
+    op = ext === OP.UNKNOWN_COMMAND ? (cmd.op = op) : ext;
+  }
   // Counted once the line has parsed (beanstalkd's op_ct[type]++), before the command
   // runs: a put is counted even when its body turns out too big, a pause-tube even
   // when its name is then refused.
@@ -178,6 +117,22 @@ export function dispatch(s: Session, buf: Uint8Array, start: number, end: number
     case OP.PAUSE_TUBE:
       if (cmd.badName) return reply(out, R.BAD_FORMAT);
       return answer(s, q.pauseTube(cmd.tube, cmd.delay), paused);
+    case OP.PING:
+    case OP.CAPABILITIES:
+    case OP.PUT_AT:
+    case OP.PUT_UNIQUE:
+    case OP.KICK_TUBE:
+    case OP.DELETE_TUBE:
+    case OP.PEEK_TUBE:
+    case OP.LIST_JOBS:
+    case OP.SET_DLQ:
+    case OP.SET_BACKOFF:
+    case OP.STATS_TUBE_ALL:
+    case OP.LIST_TUBES_PAUSED:
+    case OP.DRAIN:
+    case OP.STATS_CONN:
+    case OP.LIST_CONNECTIONS:
+      return dispatchExtension(s, op);
     default:
       return assertNever(op);
   }
@@ -191,6 +146,7 @@ export function putBody(s: Session, body: Uint8Array): Step | Promise<Step> {
     return reply(s.out, R.EXPECTED_CRLF);
   }
   const cmd = s.cmd;
+  if (cmd.op !== OP.PUT) return extensionPutBody(s, body);
   const r = s.engine.put(s.client, cmd.pri, cmd.delay, cmd.ttr, body, s.putId);
   // answer() written out: this call site then sees one callback (the put path is the hottest)
   return r instanceof Promise ? r.then((v) => inserted(s, v)) : inserted(s, r);
@@ -206,16 +162,6 @@ export function woken(out: Output, r: JobOut | WaitEnd): void {
 // Each writes one reply for an engine answer and returns the step. They are functions
 // of their own, not closures, so an answer that comes at once allocates nothing.
 
-/** Reply with `a` now, or when the promise settles. */
-function answer<T>(s: Session, a: Answer<T>, then: (s: Session, r: T) => Step): Step | Promise<Step> {
-  return a instanceof Promise ? a.then((r) => then(s, r)) : then(s, a);
-}
-
-function reply(out: Output, bytes: Uint8Array): Step {
-  out.bytes(bytes);
-  return STEP.NEXT;
-}
-
 function using(out: Output, tube: string): Step {
   out.bytes(R.USING_);
   out.text(tube);
@@ -230,12 +176,6 @@ function inserted(s: Session, r: PutResult): Step {
   if (r === "OUT_OF_MEMORY") return reply(s.out, R.OUT_OF_MEMORY);
   s.out.line(R.INSERTED_, r.id);
   return STEP.CHANGED;
-}
-
-function found(s: Session, j: JobOut | undefined): Step {
-  if (j) s.out.job(R.FOUND_, j.id, j.body);
-  else s.out.bytes(R.NOT_FOUND);
-  return STEP.NEXT;
 }
 
 function reserveAnswered(s: Session, r: JobOut | WaitEnd | null): Step {
@@ -280,18 +220,4 @@ function tubeStats(s: Session, t: TubeStats | undefined): Step {
   if (!t) return reply(s.out, R.NOT_FOUND);
   s.out.data(statsTubeYaml(t));
   return STEP.NEXT;
-}
-
-function markProducer(s: Session): void {
-  if (!s.producer) {
-    s.producer = true;
-    s.ctx.counters.producers++;
-  }
-}
-
-function markWorker(s: Session): void {
-  if (!s.worker) {
-    s.worker = true;
-    s.ctx.counters.workers++;
-  }
 }

@@ -3,6 +3,7 @@
 import type { Engine } from "../core/engine.ts";
 import { immediateTurns, type Turns } from "../core/clock.ts";
 import { Connection, type Transport } from "./connection.ts";
+import type { Session } from "./session.ts";
 import { type HostInfo, randomId, UNKNOWN_HOST } from "./host.ts";
 import type { ServerFacts } from "./yaml.ts";
 import { BodyArena } from "./arena.ts";
@@ -90,15 +91,21 @@ export class Service {
   /**
    * @internal A new client connection writing to `transport` (adapters call this).
    * `peer` says who it is, when the transport knows (a TLS client certificate's
-   * subject), for the -V accept line.
+   * subject), for the -V accept line; `addr` where it is (host:port, [v6]:port or
+   * unix:PATH), for stats-conn and list-connections.
    */
-  connect(transport: Transport, peer?: string): Connection {
-    const c = new Connection(this, transport);
+  connect(transport: Transport, peer?: string, addr?: string): Connection {
+    const c = new Connection(this, transport, addr);
     this.connections.add(c);
     this.counters.connections++;
     this.counters.totalConnections++;
     if (this.verbose > 0) this.log(peer === undefined ? `accept ${c.id}` : `accept ${c.id} ${peer}`);
     return c;
+  }
+
+  /** @internal Every open connection's session (ids ascending: connections are added in order). */
+  *sessions(): Iterable<Session> {
+    for (const c of this.connections) yield c.session;
   }
 
   /** @internal */

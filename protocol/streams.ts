@@ -22,6 +22,8 @@ export interface StreamPair {
   close?: () => void;
   /** Who the client is, when known (a TLS client certificate), for the -V accept line. */
   peer?: string;
+  /** Where the client is, when known (host:port), for stats-conn and list-connections. */
+  addr?: string;
 }
 
 /**
@@ -52,19 +54,23 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
   } catch {
     plain = io.readable.getReader();
   }
-  const conn: Connection = svc.connect({
-    write: (piece) => writer.write(piece),
-    close: () => {
-      if (shut) return;
-      shut = true;
-      if (io.close) {
-        try {
-          io.close();
-        } catch { /* already closed */ }
-      } else writer.close().catch(() => {});
-      (byob ?? plain)!.cancel().catch(() => {});
+  const conn: Connection = svc.connect(
+    {
+      write: (piece) => writer.write(piece),
+      close: () => {
+        if (shut) return;
+        shut = true;
+        if (io.close) {
+          try {
+            io.close();
+          } catch { /* already closed */ }
+        } else writer.close().catch(() => {});
+        (byob ?? plain)!.cancel().catch(() => {});
+      },
     },
-  }, io.peer);
+    io.peer,
+    io.addr,
+  );
   let scratch = new Uint8Array(MIN_READ);
   let resume: (() => void) | undefined;
   conn.onResume = () => {

@@ -94,6 +94,11 @@ export function statsYaml(g: EngineStats, c: Counters, f: ServerFacts, maxJobSiz
   return y;
 }
 
+/**
+ * stats-job. The extension keys (docs/extensions.md) follow 1.12's, and only for jobs
+ * that have them, so a stock client never sees them: `dlq-from-tube` (beanstalkd-pi's
+ * name) on a dead letter, `unique-key` on a put-unique job.
+ */
 export function statsJobYaml(s: JobStats): string {
   return "---\n" +
     `id: ${s.id}\n` +
@@ -109,10 +114,18 @@ export function statsJobYaml(s: JobStats): string {
     `timeouts: ${s.timeouts}\n` +
     `releases: ${s.releases}\n` +
     `buries: ${s.buries}\n` +
-    `kicks: ${s.kicks}\n`;
+    `kicks: ${s.kicks}\n` +
+    (s.deadLetterFrom === undefined ? "" : `dlq-from-tube: ${scalar(s.deadLetterFrom)}\n`) +
+    (s.key === undefined ? "" : `unique-key: ${scalar(s.key)}\n`);
 }
 
+/**
+ * stats-tube. A tube with a retry policy (set-dlq, set-backoff) also shows it, after
+ * 1.12's keys: beanstalkd-pi's `dlq-max-attempts` and `dlq-tube`, then tubeway's
+ * `backoff-base` and `backoff-cap`; a tube without one shows 1.12's keys only.
+ */
 export function statsTubeYaml(s: TubeStats): string {
+  const p = s.policy;
   return "---\n" +
     `name: ${scalar(s.name)}\n` +
     `current-jobs-urgent: ${s.urgent}\n` +
@@ -127,7 +140,11 @@ export function statsTubeYaml(s: TubeStats): string {
     `cmd-delete: ${s.cmdDelete}\n` +
     `cmd-pause-tube: ${s.cmdPauseTube}\n` +
     `pause: ${s.pause}\n` +
-    `pause-time-left: ${s.pauseTimeLeft}\n`;
+    `pause-time-left: ${s.pauseTimeLeft}\n` +
+    (p === undefined ? "" : `dlq-max-attempts: ${p.maxAttempts}\n` +
+      `dlq-tube: ${p.deadTube}\n` +
+      `backoff-base: ${p.backoffBaseSec}\n` +
+      `backoff-cap: ${p.backoffCapSec}\n`);
 }
 
 /** list-tubes / list-tubes-watched: names raw, unquoted, in every version. */

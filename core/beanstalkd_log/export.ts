@@ -20,6 +20,9 @@ Writes the jobs of tubeway's log in DIR (the server stopped) as a beanstalkd
 binlog directory OUT (created if missing; must hold no binlog files), for
 beanstalkd -b OUT. Ids, tubes, bodies, priorities, TTRs, ages, counters and
 states are kept; delayed jobs keep their deadline; reserved jobs become ready.
+What beanstalkd cannot hold is dropped, and the summary says so: retry
+policies (set-dlq, set-backoff), put-unique keys, dead letters' origins (the
+dead letters themselves stay, buried in their dead-letter tube).
 `;
 
 /** beanstalkd's default -z: below it no -z needs to be given. */
@@ -56,6 +59,23 @@ export type ExportOutcome =
 /** Live jobs: the others first, then the buried ones in the order given (bury order). */
 function buriedLast(jobs: JobRecord[]): JobRecord[] {
   return [...jobs.filter((j) => j.state !== "buried"), ...jobs.filter((j) => j.state === "buried")];
+}
+
+/** What the extensions (issue 19) kept that beanstalkd's format cannot: one line each, none when nothing. */
+function dropped(jobs: readonly JobRecord[], policies: ReadonlyMap<string, unknown>): string[] {
+  const out: string[] = [];
+  const keys = jobs.filter((j) => j.key !== undefined).length;
+  const origins = jobs.filter((j) => j.from !== undefined).length;
+  if (policies.size > 0) {
+    out.push(
+      `dropped the retry policies (set-dlq, set-backoff) of ${policies.size} tubes: ${[...policies.keys()].join(" ")}`,
+    );
+  }
+  if (keys > 0) out.push(`dropped the put-unique keys of ${keys} jobs (the jobs are exported)`);
+  if (origins > 0) {
+    out.push(`dropped where ${origins} dead letters came from (they stay buried in their dead-letter tube)`);
+  }
+  return out;
 }
 
 /** `files` for replay, minus removal: replay removes all-zero log files, which an export must not. */
@@ -128,6 +148,7 @@ export function exportBinlog(
       `exported ${jobs.length} jobs (${n.ready} ready, ${n.delayed} delayed, ${n.buried} buried) to ${path}; ` +
         `start beanstalkd with -b ${out}`,
     );
+    lines.push(...dropped(jobs, own.policies));
     const z = minMaxJobSize(jobs);
     if (z > BEANSTALKD_DEFAULT_Z) {
       lines.push(`the largest job needs beanstalkd -z ${z} or more (1.12 counts the body's CRLF on replay)`);

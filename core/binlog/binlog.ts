@@ -4,8 +4,19 @@
 import { errorText } from "../files.ts";
 import type { JobRecord, JobState, Wal } from "../wal.ts";
 import type { Clock } from "../clock.ts";
-import { encodeIdsAt, encodeJobAt, fullRecordSize, GONE, IDS_RECORD_SIZE, SHORT_RECORD_SIZE } from "./codec.ts";
-import type { Encode } from "./codec.ts";
+import {
+  encodeIdsAt,
+  encodeJobAt,
+  encodePolicyAt,
+  encodePurgeAt,
+  fullRecordSize,
+  GONE,
+  IDS_RECORD_SIZE,
+  policyRecordSize,
+  purgeRecordSize,
+  SHORT_RECORD_SIZE,
+} from "./codec.ts";
+import type { Encode, PolicyRecord } from "./codec.ts";
 import { type Ballast, WRITE_RESERVE } from "./ballast.ts";
 import { Compaction } from "./compaction.ts";
 import { GroupCommit } from "./sync.ts";
@@ -53,6 +64,8 @@ export class Binlog implements Wal {
   #flushQueued = false;
   /** A caller will flush() this turn (hold()): the end-of-turn flush leaves its records to it. */
   #held = false;
+  /** Tube policies in force, restated at the start of every new file so that collection never drops one. */
+  readonly #policies: Map<string, PolicyRecord>;
 
   constructor(opts: BinlogOptions, clock: Pick<Clock, "now">, live: LiveLookup, unlock: () => void, p: BinlogParts) {
     this.#opts = opts;
@@ -69,9 +82,13 @@ export class Binlog implements Wal {
     this.#ballast = p.ballast;
     this.#segs.ballast = (n) => this.#ballast.release(n);
     this.#segs.onFlush = (ok) => this.#flushed(ok);
-    this.#segs.rotate(this.#idHigh);
-    this.#segs.collectAtStart();
     this.#commit = new GroupCommit(() => this.#sync(), () => this.#segs.position);
+    this.#policies = p.policies;
+    this.#segs.onRotate = () => this.#restate();
+    this.#segs.rotate(this.#idHigh);
+    // the policies restated in the new file are written before any old file can go
+    if (this.#policies.size > 0) this.#segs.flush();
+    this.#segs.collectAtStart();
     this.#compaction = new Compaction({
       segs: this.#segs,
       homes: this.#homes,
@@ -117,6 +134,42 @@ export class Binlog implements Wal {
 
   update(rec: JobRecord): boolean {
     return this.#update(rec, true);
+  }
+
+  /** delete-tube: these jobs are deleted, in one record (kind 5) however many they are. */
+  purge(tube: string, ids: readonly number[]): boolean {
+    if (this.#closed) return false;
+    const known = ids.filter((id) => this.#homes.jobs.has(id));
+    if (known.length === 0) return true;
+    const size = purgeRecordSize(tube, known.length);
+    if (!this.#write(size, true, true, (salt, buf, v, at) => encodePurgeAt(tube, known, salt, buf, v, at))) {
+      return false;
+    }
+    for (const id of known) this.#homes.unhome(id, this.#homes.jobs.get(id)!);
+    this.#afterWrite(size);
+    return true;
+  }
+
+  /** set-dlq / set-backoff: the tube's policy from now on (all zero: none). */
+  policy(tube: string, p: PolicyRecord): boolean {
+    if (this.#closed) return false;
+    const size = policyRecordSize(tube, p);
+    if (!this.#write(size, false, true, (salt, buf, v, at) => encodePolicyAt(tube, p, salt, buf, v, at))) return false;
+    if (p.maxAttempts === 0 && p.backoffBaseSec === 0) this.#policies.delete(tube);
+    else this.#policies.set(tube, { ...p });
+    this.#afterWrite(size);
+    return true;
+  }
+
+  /** A new file was started: the policies in force go first into it (see codec.ts, kind 6). */
+  #restate(): void {
+    for (const [tube, p] of this.#policies) {
+      const size = policyRecordSize(tube, p);
+      const salt = this.#segs.current!.seed;
+      this.#segs.add(size, false, (buf, v, at) => encodePolicyAt(tube, p, salt, buf, v, at));
+      this.#bytesWritten += size;
+      this.#recordsWritten++;
+    }
   }
 
   /**

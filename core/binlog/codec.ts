@@ -18,7 +18,9 @@
 //
 // Record = 16-byte header + payload:
 //   0  1  0xB7 marker
-//   1  1  kind: 1 full job, 2 short job (state update), 3 id reservation
+//   1  1  kind: 1 full job, 2 short job (state update), 3 id reservation, 4 full job
+//           with extensions, 5 purge, 6 tube policy (4-6: issue 19's extensions; a log
+//           without them reads as before, and earlier releases skip them as unknown)
 //   2  2  zero
 //   4  4  payload length
 //   8  4  CRC-32C(salt ++ payload)
@@ -37,6 +39,17 @@
 //  14  2  zero
 // state: 0 deleted, 1 ready, 2 reserved, 3 buried, 4 delayed (beanstalkd's numbers).
 // Id reservation payload (kind 3): 8 bytes, the new id high-water.
+// Full job with extensions (kind 4): as kind 1, with between the tube name and the
+// body: 1 byte key length K, K bytes of put-unique key, 1 byte origin length O, O
+// bytes of the dead letter's tube of origin (either may be empty).
+// Purge (kind 5, delete-tube): 1 byte tube length T, the tube name, then the ids of
+// the jobs deleted, 8 bytes each: one record for the whole command. Replay deletes
+// every one of them (reserved ones too: those were to be deleted when they came back,
+// and a restart brings them back).
+// Tube policy (kind 6, set-dlq / set-backoff): 4 maxAttempts, 4 backoff base s, 4
+// backoff cap s, 1 tube length T, 1 dead tube length D, the two names. The newest
+// record of a tube wins; all zero clears it. Each new file starts with the policies
+// in force (binlog.ts), so removing old files never loses one.
 //
 // Under -f 0 a file open for writing may end in zero bytes (preallocated blocks, see
 // open.ts): at most PREALLOCATION_CHUNK plus a block of them, up to a multiple of
@@ -53,6 +66,9 @@ export const RECORD_MARK = 0xb7;
 export const KIND_FULL = 1;
 export const KIND_SHORT = 2;
 export const KIND_IDS = 3;
+export const KIND_FULL_X = 4;
+export const KIND_PURGE = 5;
+export const KIND_POLICY = 6;
 export const RECORD_HEADER_SIZE = 16;
 export const FIXED_SIZE = 76;
 export const SHORT_RECORD_SIZE = RECORD_HEADER_SIZE + FIXED_SIZE;
@@ -98,8 +114,18 @@ export interface FileHeader {
 
 /** A decoded record. buryOrder orders buried jobs (see binlog.ts). */
 export type Decoded =
-  | { kind: typeof KIND_FULL | typeof KIND_SHORT; rec: JobRecord; buryOrder: number }
-  | { kind: typeof KIND_IDS; idHighWater: number };
+  | { kind: typeof KIND_FULL | typeof KIND_SHORT | typeof KIND_FULL_X; rec: JobRecord; buryOrder: number }
+  | { kind: typeof KIND_IDS; idHighWater: number }
+  | { kind: typeof KIND_PURGE; tube: string; ids: number[] }
+  | { kind: typeof KIND_POLICY; tube: string; policy: PolicyRecord };
+
+/** A tube's retry policy as the log keeps it (core/extras.ts RetryPolicy). */
+export interface PolicyRecord {
+  maxAttempts: number;
+  deadTube: string;
+  backoffBaseSec: number;
+  backoffCapSec: number;
+}
 
 function putU64(v: DataView, at: number, n: number): void {
   v.setUint32(at, n % 2 ** 32, true);
@@ -202,7 +228,8 @@ export function encodeJobAt(
   const tube = full ? encodeTube(rec.tube) : EMPTY;
   if (tube.length > MAX_TUBE_BYTES) throw new RangeError(`tube name too long: ${tube.length} bytes`);
   const body = full ? rec.body ?? EMPTY : EMPTY;
-  const length = FIXED_SIZE + tube.length + body.length;
+  const x = full ? extrasOf(rec) : undefined;
+  const length = FIXED_SIZE + tube.length + (x ? 2 + x[0].length + x[1].length : 0) + body.length;
   const p = at + RECORD_HEADER_SIZE;
   putU64(v, p, rec.id);
   v.setUint32(p + 8, rec.pri >>> 0, true);
@@ -221,11 +248,89 @@ export function encodeJobAt(
   v.setUint32(p + 68, rec.buries >>> 0, true);
   v.setUint32(p + 72, rec.kicks >>> 0, true);
   if (full) {
-    out.set(tube, p + FIXED_SIZE);
-    out.set(body, p + FIXED_SIZE + tube.length);
+    let q = p + FIXED_SIZE;
+    out.set(tube, q);
+    q += tube.length;
+    if (x) {
+      for (const part of x) {
+        out[q++] = part.length;
+        out.set(part, q);
+        q += part.length;
+      }
+    }
+    out.set(body, q);
   }
-  frameAt(full ? KIND_FULL : KIND_SHORT, length, salt, out, v, at);
+  frameAt(full ? (x ? KIND_FULL_X : KIND_FULL) : KIND_SHORT, length, salt, out, v, at);
   return p + length;
+}
+
+/** A full record's extension strings (key, origin) when it has any: kind 4 instead of 1. */
+function extrasOf(rec: JobRecord): [Uint8Array, Uint8Array] | undefined {
+  if (rec.key === undefined && rec.from === undefined) return undefined;
+  const key = utf8.encode(rec.key ?? "");
+  const from = utf8.encode(rec.from ?? "");
+  if (key.length > MAX_TUBE_BYTES || from.length > MAX_TUBE_BYTES) {
+    throw new RangeError(`job ${rec.id}: key or origin over ${MAX_TUBE_BYTES} bytes`);
+  }
+  return [key, from];
+}
+
+/** Size on disk of a purge record. */
+export function purgeRecordSize(tube: string, ids: number): number {
+  return RECORD_HEADER_SIZE + 1 + encodeTube(tube).length + 8 * ids;
+}
+
+/** A purge record (kind 5) into out[at, at + purgeRecordSize); returns the end offset. */
+export function encodePurgeAt(
+  tube: string,
+  ids: readonly number[],
+  salt: number,
+  out: Uint8Array,
+  v: DataView,
+  at: number,
+): number {
+  const name = encodeTube(tube);
+  if (name.length > MAX_TUBE_BYTES) throw new RangeError(`tube name too long: ${name.length} bytes`);
+  let q = at + RECORD_HEADER_SIZE;
+  out[q++] = name.length;
+  out.set(name, q);
+  q += name.length;
+  for (const id of ids) {
+    putU64(v, q, id);
+    q += 8;
+  }
+  frameAt(KIND_PURGE, q - at - RECORD_HEADER_SIZE, salt, out, v, at);
+  return q;
+}
+
+/** Size on disk of a tube policy record. */
+export function policyRecordSize(tube: string, p: PolicyRecord): number {
+  return RECORD_HEADER_SIZE + 14 + encodeTube(tube).length + encodeTube(p.deadTube).length;
+}
+
+/** A tube policy record (kind 6) into out[at, at + policyRecordSize); returns the end offset. */
+export function encodePolicyAt(
+  tube: string,
+  p: PolicyRecord,
+  salt: number,
+  out: Uint8Array,
+  v: DataView,
+  at: number,
+): number {
+  const name = encodeTube(tube);
+  const dead = encodeTube(p.deadTube);
+  if (name.length > MAX_TUBE_BYTES || dead.length > MAX_TUBE_BYTES) throw new RangeError("tube name too long");
+  const q = at + RECORD_HEADER_SIZE;
+  v.setUint32(q, p.maxAttempts >>> 0, true);
+  v.setUint32(q + 4, p.backoffBaseSec >>> 0, true);
+  v.setUint32(q + 8, p.backoffCapSec >>> 0, true);
+  out[q + 12] = name.length;
+  out[q + 13] = dead.length;
+  out.set(name, q + 14);
+  out.set(dead, q + 14 + name.length);
+  const length = 14 + name.length + dead.length;
+  frameAt(KIND_POLICY, length, salt, out, v, at);
+  return q + length;
 }
 
 export function encodeIds(idHighWater: number, salt: number): Uint8Array {
@@ -243,7 +348,10 @@ export function encodeIdsAt(idHighWater: number, salt: number, out: Uint8Array, 
 
 /** Size on disk of a full record for this job. */
 export function fullRecordSize(rec: JobRecord): number {
-  return RECORD_HEADER_SIZE + FIXED_SIZE + encodeTube(rec.tube).length + (rec.body?.length ?? 0);
+  const x = rec.key === undefined && rec.from === undefined
+    ? 0
+    : 2 + utf8.encode(rec.key ?? "").length + utf8.encode(rec.from ?? "").length;
+  return RECORD_HEADER_SIZE + FIXED_SIZE + encodeTube(rec.tube).length + x + (rec.body?.length ?? 0);
 }
 
 export type HeaderCheck =
@@ -259,7 +367,7 @@ export function checkRecordHeader(b: Uint8Array, at: number, salt: number): Head
   }
   const kind = b[at + 1]!;
   const length = v.getUint32(at + 4, true);
-  if (kind < KIND_FULL || kind > KIND_IDS || b[at + 2] !== 0 || b[at + 3] !== 0) {
+  if (kind < KIND_FULL || kind > KIND_POLICY || b[at + 2] !== 0 || b[at + 3] !== 0) {
     return { ok: false, reason: `unknown record kind ${kind}` };
   }
   if (length > MAX_PAYLOAD) return { ok: false, reason: `record length ${length} is impossible` };
@@ -278,6 +386,29 @@ export function decodePayload(kind: number, b: Uint8Array, start: number, length
     if (length !== 8) return `id reservation of ${length} bytes`;
     return { kind: KIND_IDS, idHighWater: getU64(v, 0) };
   }
+  if (kind === KIND_PURGE) {
+    const t = p[0] ?? 0;
+    if (length < 1 + t || t === 0 || (length - 1 - t) % 8 !== 0) return `purge record of ${length} bytes`;
+    const ids: number[] = [];
+    for (let q = 1 + t; q < length; q += 8) ids.push(getU64(v, q));
+    return { kind: KIND_PURGE, tube: fromUtf8.decode(p.subarray(1, 1 + t)), ids };
+  }
+  if (kind === KIND_POLICY) {
+    if (length < 14) return `policy record of ${length} bytes`;
+    const t = p[12]!;
+    const d = p[13]!;
+    if (t === 0 || length !== 14 + t + d) return `policy record of ${length} bytes`;
+    return {
+      kind: KIND_POLICY,
+      tube: fromUtf8.decode(p.subarray(14, 14 + t)),
+      policy: {
+        maxAttempts: v.getUint32(0, true),
+        backoffBaseSec: v.getUint32(4, true),
+        backoffCapSec: v.getUint32(8, true),
+        deadTube: fromUtf8.decode(p.subarray(14 + t, 14 + t + d)),
+      },
+    };
+  }
   if (length < FIXED_SIZE) return `job record of ${length} bytes`;
   const id = getU64(v, 0);
   const state = STATES[p[12]!];
@@ -285,12 +416,13 @@ export function decodePayload(kind: number, b: Uint8Array, start: number, length
   if (id < 1 || !Number.isSafeInteger(id)) return `bad job id ${id}`;
   if (state === undefined) return `bad job state ${p[12]}`;
   if (kind === KIND_SHORT && length !== FIXED_SIZE) return `short record of ${length} bytes`;
-  if (kind === KIND_FULL && (tubeLength === 0 || FIXED_SIZE + tubeLength > length)) {
+  const full = kind === KIND_FULL || kind === KIND_FULL_X;
+  if (full && (tubeLength === 0 || FIXED_SIZE + tubeLength > length)) {
     return `bad tube name length ${tubeLength}`;
   }
   const rec: JobRecord = {
     id,
-    tube: kind === KIND_FULL ? fromUtf8.decode(p.subarray(FIXED_SIZE, FIXED_SIZE + tubeLength)) : "",
+    tube: full ? fromUtf8.decode(p.subarray(FIXED_SIZE, FIXED_SIZE + tubeLength)) : "",
     pri: v.getUint32(8, true),
     delayMs: v.getFloat64(16, true),
     ttrMs: v.getFloat64(24, true),
@@ -306,8 +438,20 @@ export function decodePayload(kind: number, b: Uint8Array, start: number, length
   for (const t of [rec.delayMs, rec.ttrMs, rec.createdAtMs, rec.deadlineAtMs]) {
     if (!Number.isFinite(t)) return `job ${id} has a non-finite time`;
   }
-  if (kind === KIND_FULL) rec.body = p.slice(FIXED_SIZE + tubeLength);
-  return { kind: kind as typeof KIND_FULL | typeof KIND_SHORT, rec, buryOrder: getU64(v, 48) };
+  let q = FIXED_SIZE + tubeLength;
+  if (kind === KIND_FULL_X) {
+    const parts: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const n = p[q];
+      if (n === undefined || q + 1 + n > length) return `job ${id} has bad extensions`;
+      parts.push(fromUtf8.decode(p.subarray(q + 1, q + 1 + n)));
+      q += 1 + n;
+    }
+    if (parts[0] !== "") rec.key = parts[0]!;
+    if (parts[1] !== "") rec.from = parts[1]!;
+  }
+  if (full) rec.body = p.slice(q);
+  return { kind: kind as typeof KIND_FULL | typeof KIND_SHORT | typeof KIND_FULL_X, rec, buryOrder: getU64(v, 48) };
 }
 
 /** Encode a record of the size given to Binlog#write into buf[at, ...) (`v` views all of buf). */

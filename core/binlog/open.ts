@@ -47,7 +47,7 @@ export function openBinlog(
   const wal = new Binlog(opts, clock, live, lock.release.bind(lock), rebuild(opts, files, r));
   const fileOf = new Map<number, number>();
   for (const [id, j] of r.jobs) fileOf.set(id, wal.fileOf(id) || j.file);
-  return { wal, recovered: { jobs: jobsInOrder(r.jobs), maxId: r.maxId, fileOf } };
+  return { wal, recovered: { jobs: jobsInOrder(r.jobs), maxId: r.maxId, fileOf, policies: r.policies } };
 }
 
 /** The replayed files as the parts a Binlog runs on: the file set, ids.N, each live job's home, the ballast. */
@@ -64,7 +64,7 @@ function rebuild(opts: BinlogOptions, files: Files, r: ReturnType<typeof replay>
   }
   const ballast = new Ballast(files, joinPath(opts.dir, "ballast"), opts.log);
   ballast.ensure(homes.jobs.size);
-  return { segs, ids, homes, ballast, maxId: r.maxId, maxBuryOrder: r.maxBuryOrder };
+  return { segs, ids, homes, ballast, maxId: r.maxId, maxBuryOrder: r.maxBuryOrder, policies: new Map(r.policies) };
 }
 
 /**

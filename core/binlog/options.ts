@@ -5,6 +5,7 @@ import type { Ballast } from "./ballast.ts";
 import type { Homes } from "./homes.ts";
 import type { IdMark } from "./ids.ts";
 import type { Segments } from "./segments.ts";
+import type { PolicyRecord } from "./codec.ts";
 
 export interface BinlogOptions {
   dir: string;
@@ -31,4 +32,6 @@ export interface BinlogParts {
   /** Highest id and bury order found in the files. */
   maxId: number;
   maxBuryOrder: number;
+  /** Tube policies in force (kind 6 records). */
+  policies: Map<string, PolicyRecord>;
 }

@@ -22,6 +22,9 @@
 //     ready. Delayed keeps its absolute deadline. No size check against -z: a job
 //     that was accepted is replayed whatever -z is now (beanstalkd's off-by-two
 //     check loses jobs of the maximum size and everything after them).
+//   * Extensions (issue 19): a full record with extensions (kind 4) is a full record
+//     that also carries a key and an origin; a purge (kind 5) deletes each job it
+//     lists; a tube policy (kind 6) replaces the tube's policy (all zero: removes it).
 //   * Buried jobs come back ordered by the bury order stored in their records
 //     (assigned when they were buried, carried along by compaction), so the order
 //     is the order of the bury commands.
@@ -37,9 +40,13 @@ import {
   decodeFileHeader,
   decodePayload,
   KIND_FULL,
+  KIND_FULL_X,
   KIND_IDS,
+  KIND_POLICY,
+  KIND_PURGE,
   LOG_NAME_PREFIX,
   payloadMatches,
+  type PolicyRecord,
   PREALLOCATION_CHUNK,
   RECORD_HEADER_SIZE,
   RECORD_MARK,
@@ -77,6 +84,8 @@ export interface ReplayResult {
   maxIdSeq: number;
   /** Number of problems reported. */
   problems: number;
+  /** Tube retry policies in force (set-dlq, set-backoff), by tube name. */
+  policies: Map<string, PolicyRecord>;
 }
 
 /** LOG_NAME_PREFIX and N. */
@@ -84,7 +93,17 @@ const NAME = /^tubeway\.([1-9][0-9]{0,15})$/;
 const IDS_NAME = /^ids\.([1-9][0-9]{0,15})$/;
 
 function emptyResult(): ReplayResult {
-  return { jobs: new Map(), files: [], maxSeq: 0, maxId: 0, maxBuryOrder: 0, idFiles: [], maxIdSeq: 0, problems: 0 };
+  return {
+    jobs: new Map(),
+    files: [],
+    maxSeq: 0,
+    maxId: 0,
+    maxBuryOrder: 0,
+    idFiles: [],
+    maxIdSeq: 0,
+    problems: 0,
+    policies: new Map(),
+  };
 }
 
 function allZero(b: Uint8Array, from: number): boolean {
@@ -256,6 +275,16 @@ function apply(d: Exclude<ReturnType<typeof decodePayload>, string>, seq: number
     out.maxId = Math.max(out.maxId, d.idHighWater);
     return;
   }
+  if (d.kind === KIND_PURGE) {
+    for (const id of d.ids) out.jobs.delete(id);
+    return;
+  }
+  if (d.kind === KIND_POLICY) {
+    const p = d.policy;
+    if (p.maxAttempts === 0 && p.backoffBaseSec === 0) out.policies.delete(d.tube);
+    else out.policies.set(d.tube, p);
+    return;
+  }
   const rec = d.rec;
   out.maxId = Math.max(out.maxId, rec.id);
   out.maxBuryOrder = Math.max(out.maxBuryOrder, d.buryOrder);
@@ -264,14 +293,17 @@ function apply(d: Exclude<ReturnType<typeof decodePayload>, string>, seq: number
     out.jobs.delete(rec.id);
     return;
   }
-  if (d.kind === KIND_FULL) {
+  if (d.kind === KIND_FULL || d.kind === KIND_FULL_X) {
     out.jobs.set(rec.id, { rec, file: seq, fullSize: size, buryOrder });
     return;
   }
   const j = out.jobs.get(rec.id);
   if (!j) return;
-  // a short record carries every field but tube and body
-  j.rec = { ...rec, tube: j.rec.tube, ...(j.rec.body ? { body: j.rec.body } : {}) };
+  // a short record carries every field but tube, body and extensions
+  const old = j.rec;
+  j.rec = { ...rec, tube: old.tube, ...(old.body ? { body: old.body } : {}) };
+  if (old.key !== undefined) j.rec.key = old.key;
+  if (old.from !== undefined) j.rec.from = old.from;
   j.buryOrder = buryOrder;
 }
 

@@ -58,6 +58,8 @@ export class Segments {
   ballast: Release | undefined;
   /** After every flush that had bytes to write: whether they are in the file now. */
   onFlush: ((ok: boolean) => void) | undefined;
+  /** After a new file is started: what every file must begin with goes in (the tube policies). */
+  onRotate: (() => void) | undefined;
 
   constructor(
     files: Files,
@@ -181,6 +183,7 @@ export class Segments {
       this.current = f;
       this.#dirDirty = true;
       this.#complained = false;
+      this.onRotate?.();
       return true;
     }
   }

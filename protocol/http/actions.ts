@@ -11,7 +11,11 @@ export type Action =
   | { kind: "kick-job"; id: number }
   | { kind: "delete"; id: number }
   | { kind: "pause"; tube: string; seconds: number }
-  | { kind: "put"; tube: string; pri: number; delaySec: number; ttrSec: number; body: Uint8Array };
+  | { kind: "put"; tube: string; pri: number; delaySec: number; ttrSec: number; body: Uint8Array }
+  // extensions (docs/extensions.md): empty a tube, its retry policy
+  | { kind: "delete-tube"; tube: string }
+  | { kind: "set-dlq"; tube: string; maxAttempts: number; deadTube: string }
+  | { kind: "set-backoff"; tube: string; baseSec: number; capSec: number };
 
 /** Protocol replies, one per command sent (the last line of each answer). */
 export type Replies = string[];
@@ -29,6 +33,12 @@ export function commandsFor(a: Action): Uint8Array {
       return enc.encode(`delete ${a.id}\r\n`);
     case "pause":
       return enc.encode(`pause-tube ${a.tube} ${a.seconds}\r\n`);
+    case "delete-tube":
+      return enc.encode(`delete-tube ${a.tube}\r\n`);
+    case "set-dlq":
+      return enc.encode(`set-dlq ${a.tube} ${a.maxAttempts} ${a.deadTube}\r\n`);
+    case "set-backoff":
+      return enc.encode(`set-backoff ${a.tube} ${a.baseSec} ${a.capSec}\r\n`);
     case "put": {
       const head = enc.encode(`use ${a.tube}\r\nput ${a.pri} ${a.delaySec} ${a.ttrSec} ${a.body.length}\r\n`);
       const out = new Uint8Array(head.length + a.body.length + 2);

@@ -35,7 +35,7 @@ export const DASHBOARD_HTML = `<!doctype html>
     <table id="tubes">
       <thead><tr>
         <th>tube</th><th>ready</th><th>reserved</th><th>delayed</th><th>buried</th><th>urgent</th>
-        <th>waiting</th><th>put/s</th><th>delete/s</th><th>oldest ready</th><th>paused</th><th>actions</th>
+        <th>waiting</th><th>put/s</th><th>delete/s</th><th>oldest ready</th><th>paused</th><th>retry</th><th>actions</th>
       </tr></thead>
       <tbody></tbody>
     </table>

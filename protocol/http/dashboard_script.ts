@@ -98,7 +98,7 @@ export const DASHBOARD_JS = String.raw`
   }
 
   var COLS = ["name", "ready", "reserved", "delayed", "buried", "urgent", "waiting", "put-rate", "delete-rate",
-    "oldest", "paused"];
+    "oldest", "paused", "retry"];
   var rows = {};
 
   // A tube's row is made once and then updated in place, so that what someone is typing
@@ -126,6 +126,26 @@ export const DASHBOARD_JS = String.raw`
     a.appendChild(r.resume);
     a.appendChild(r.pause);
     a.appendChild(r.secs);
+    // extensions (docs/extensions.md): empty the tube, set its retry policy
+    var empty = button("empty", "empty", function () {
+      if (window.confirm("Delete every ready, delayed and buried job of " + name + "?")) act(path + "/empty");
+    });
+    var retry = button("retry", "retry", function () {
+      var p = r.t && r.t.policy;
+      var max = window.prompt("Attempts before a job goes to the dead-letter tube (0: no limit)", p ? p.maxAttempts : 5);
+      if (max === null) return;
+      var dead = window.prompt("Dead-letter tube", p && p.deadTube ? p.deadTube : name + "-dead");
+      if (dead === null) return;
+      var base = window.prompt("Backoff base in seconds (0: none)", p ? p.backoffBaseSec : 0);
+      if (base === null) return;
+      var cap = window.prompt("Backoff cap in seconds (0: no cap)", p ? p.backoffCapSec : 3600);
+      if (cap === null) return;
+      act(path + "/dlq", { maxAttempts: Number(max), deadTube: dead })
+        .then(function () { return act(path + "/backoff", { base: Number(base), cap: Number(cap) }); });
+    });
+    r.buttons.push(empty, retry);
+    a.appendChild(empty);
+    a.appendChild(retry);
     r.tr.appendChild(a);
     return r;
   }
@@ -147,7 +167,8 @@ export const DASHBOARD_JS = String.raw`
       var putRate = p && dt ? Math.max(0, (t.totalJobs - p.totalJobs) / dt) : 0;
       var delRate = p && dt ? Math.max(0, (t.cmdDelete - p.cmdDelete) / dt) : 0;
       var values = [t.name, t.ready, t.reserved, t.delayed, t.buried, t.urgent, t.waiting, putRate.toFixed(1),
-        delRate.toFixed(1), t.ready ? secs(t.oldestReadyS) : "-", t.pause ? secs(t.pauseTimeLeft) : "no"];
+        delRate.toFixed(1), t.ready ? secs(t.oldestReadyS) : "-", t.pause ? secs(t.pauseTimeLeft) : "no",
+        retryText(t.policy)];
       COLS.forEach(function (c, k) {
         var v = String(values[k]);
         if (r.cells[c].textContent !== v) r.cells[c].textContent = v;
@@ -164,6 +185,15 @@ export const DASHBOARD_JS = String.raw`
         delete rows[name];
       }
     });
+  }
+
+  // "3 → dead, backoff 5-60s": a tube's retry policy (set-dlq, set-backoff), or "-"
+  function retryText(p) {
+    if (!p) return "-";
+    var out = [];
+    if (p.maxAttempts) out.push(p.maxAttempts + " \u2192 " + p.deadTube);
+    if (p.backoffBaseSec) out.push("backoff " + p.backoffBaseSec + "-" + (p.backoffCapSec || "\u221e") + "s");
+    return out.join(", ");
   }
 
   function browse_(tube, state) {

@@ -104,6 +104,19 @@ function parseAction(parts: string[], body: Record<string, unknown>): Action | s
       const seconds = u32(body.seconds);
       return seconds === undefined ? "seconds must be a whole number >= 0" : { kind: "pause", tube, seconds };
     }
+    if (verb === "empty") return { kind: "delete-tube", tube };
+    if (verb === "dlq") {
+      const maxAttempts = u32(body.maxAttempts);
+      const deadTube = typeof body.deadTube === "string" ? body.deadTube : "";
+      if (maxAttempts === undefined) return "maxAttempts must be a whole number >= 0";
+      if (!TUBE_NAME.test(deadTube)) return "bad dead-letter tube name";
+      return { kind: "set-dlq", tube, maxAttempts, deadTube };
+    }
+    if (verb === "backoff") {
+      const baseSec = u32(body.base), capSec = u32(body.cap, 0);
+      if (baseSec === undefined || capSec === undefined) return "base, cap: whole numbers >= 0";
+      return { kind: "set-backoff", tube, baseSec, capSec };
+    }
     if (verb === "put") {
       const pri = u32(body.pri, 1024), delaySec = u32(body.delay, 0), ttrSec = u32(body.ttr, 60);
       if (pri === undefined || delaySec === undefined || ttrSec === undefined) return "pri, delay, ttr: whole numbers";
@@ -122,7 +135,7 @@ function parseAction(parts: string[], body: Record<string, unknown>): Action | s
 
 /** HTTP status for a protocol reply. */
 function statusOf(reply: string): number {
-  if (/^(INSERTED|KICKED|DELETED|PAUSED|USING)\b/.test(reply)) return 200;
+  if (/^(INSERTED|KICKED|DELETED|PAUSED|USING|DLQ_SET|BACKOFF_SET)\b/.test(reply)) return 200;
   if (reply === "NOT_FOUND") return 404;
   if (reply === "DRAINING") return 503;
   if (reply === "JOB_TOO_BIG" || reply === "BAD_FORMAT" || reply === "EXPECTED_CRLF") return 400;

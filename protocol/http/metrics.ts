@@ -10,7 +10,7 @@
 // first family reaches it (a tube dropped before that is left out). Samples of one
 // scrape may be taken a few ms apart.
 import type { Engine, HistogramView, TubeSnapshot } from "../../core/engine.ts";
-import { CMD_KEYS, type Counters } from "../counters.ts";
+import { CMD_KEYS, type Counters, EXT_KEYS } from "../counters.ts";
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -167,6 +167,8 @@ export async function* metricChunks(
   fam("beanstalkd_tubes_current", "gauge", "Tubes that exist now.").add("", g.tubes);
   const cmds = fam("beanstalkd_commands_total", "counter", "Commands received, by command.");
   CMD_KEYS.forEach((k, i) => cmds.add(`{command="${k}"}`, c.cmd[i]!));
+  // the extension commands (issue 19): here, never in stock `stats`
+  EXT_KEYS.forEach((k, i) => cmds.add(`{command="${k}"}`, c.ext[i]!));
   yield fams.map((f) => f.text()).join("");
   fams.length = 0;
 
@@ -201,6 +203,10 @@ export async function* metricChunks(
     m.reserveToDelete,
   );
 
+  if (m.deadLettered !== undefined) {
+    fam("tubeway_jobs_dead_lettered_total", "counter", "Jobs moved to a dead-letter tube (set-dlq) since start.")
+      .add("", m.deadLettered);
+  }
   const health = m.log;
   fam("tubeway_binlog_enabled", "gauge", "1 when jobs are logged (-b).").add("", health ? 1 : 0);
   if (health) {

@@ -55,7 +55,8 @@ for (const kind of kinds) {
       await page.setViewport({ width: 1280, height: 1000 });
       page.on("dialog", (d) => {
         dialogs.push(d.message());
-        void d.dismiss();
+        // the "empty" button's confirmation is accepted; nothing else should ask
+        void (d.message().startsWith("Delete every") ? d.accept() : d.dismiss());
       });
       await page.goto(`${srv.http}/`, { waitUntil: "load", timeout: WAIT_MS });
       await page.waitForSelector('#tubes tr[data-tube="emails"]', { timeout: WAIT_MS });
@@ -152,6 +153,23 @@ for (const kind of kinds) {
         timeout: WAIT_MS,
       });
       assert.equal(await w.cmd(`peek ${id}`), "NOT_FOUND\r\n");
+    });
+
+    it("shows a tube's retry policy and empties a tube (extensions)", async () => {
+      assert.equal(await w.cmd("set-dlq reports 2 reports-dead"), "DLQ_SET\r\n");
+      assert.equal(await w.cmd("set-backoff reports 5 60"), "BACKOFF_SET\r\n");
+      await page.waitForFunction(
+        `document.querySelector('#tubes tr[data-tube="reports"] td[data-col="retry"]')?.textContent === ` +
+          `"2 \u2192 reports-dead, backoff 5-60s"`,
+        { timeout: WAIT_MS },
+      );
+      assert.equal(await cell("emails", "retry"), "-");
+      await page.click('#tubes tr[data-tube="reports"] button[data-action="empty"]');
+      await page.waitForFunction('/DELETED 2/.test(document.querySelector("#status")?.textContent ?? "")', {
+        timeout: WAIT_MS,
+      });
+      assert.equal(await w.cmd("peek 4"), "NOT_FOUND\r\n");
+      assert.equal(await w.cmd("peek 5"), "NOT_FOUND\r\n");
     });
 
     it("draws the chart and saves a screenshot as a test artifact", async () => {

@@ -100,6 +100,18 @@ describe("http handler", () => {
       assert.equal(client.send("use a/b\r\npeek-ready\r\n"), "USING a/b\r\nFOUND 2 9\r\n<b>hi</b>\r\n");
       const del = await post("/api/jobs/2/delete", {}, auth);
       assert.deepEqual([del.status, await del.json()], [200, { reply: "DELETED" }]);
+      // extensions: retry policy and emptying a tube
+      const dlq = await post("/api/tubes/work/dlq", { maxAttempts: 3, deadTube: "work-dead" }, auth);
+      assert.deepEqual([dlq.status, await dlq.json()], [200, { reply: "DLQ_SET" }]);
+      const backoff = await post("/api/tubes/work/backoff", { base: 5, cap: 60 }, auth);
+      assert.deepEqual([backoff.status, await backoff.json()], [200, { reply: "BACKOFF_SET" }]);
+      assert.match(client.send("stats-tube work\r\n"), /\ndlq-max-attempts: 3\ndlq-tube: work-dead\nbackoff-base: 5\n/);
+      assert.equal((await post("/api/tubes/work/dlq", { maxAttempts: 3, deadTube: "-x" }, auth)).status, 400);
+      assert.equal((await post("/api/tubes/work/backoff", { base: -1 }, auth)).status, 400);
+      assert.equal(client.send("use work\r\nput 0 0 60 1\r\nz\r\n"), "USING work\r\nINSERTED 3\r\n");
+      const empty = await post("/api/tubes/work/empty", {}, auth);
+      assert.deepEqual([empty.status, await empty.json()], [200, { reply: "DELETED 1" }]);
+      assert.equal((await post("/api/tubes/nosuch/empty", {}, auth)).status, 404);
       svc.drain();
       const drained = await post("/api/tubes/default/put", { body: "x" }, auth);
       assert.deepEqual([drained.status, await drained.json()], [503, { reply: "DRAINING" }]);
