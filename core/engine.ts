@@ -162,6 +162,7 @@ export interface RetryPolicy {
 
 /** What put-unique can answer beyond put's answers: the live job that holds the key. */
 export interface Exists {
+  /** The id of the job that holds the key. */
   readonly exists: number;
 }
 
