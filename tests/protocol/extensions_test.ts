@@ -55,7 +55,16 @@ describe("delete-tube", () => {
     assert.equal(a.send("stats-job 1\r\nstats-job 2\r\nstats-job 3\r\n"), "NOT_FOUND\r\n".repeat(3));
     assert.equal(a.send("delete-tube t\r\n"), "DELETED 0\r\n");
     assert.equal(a.send("delete-tube nosuch\r\n"), "NOT_FOUND\r\n");
-    for (const bad of ["delete-tube", "delete-tube -x", "delete-tube t reserved", "delete-tube t ready x"]) {
+    const long = "t".repeat(201); // one byte over the name limit, within the 224-byte line
+    for (
+      const bad of [
+        "delete-tube",
+        "delete-tube -x",
+        "delete-tube t reserved",
+        "delete-tube t ready x",
+        `delete-tube ${long}`,
+      ]
+    ) {
       assert.equal(a.send(bad + "\r\n"), "BAD_FORMAT\r\n", bad);
       assert.equal(a.send("ping\r\n"), "PONG\r\n");
     }
