@@ -61,16 +61,19 @@ export function dispatch(s: Session, buf: Uint8Array, start: number, end: number
     case OP.PEEK_BURIED:
       return answer(s, q.peekBuried(c), found);
     case OP.RESERVE:
-      markWorker(s);
-      return answer(s, q.reserve(c, Infinity), reserveAnswered);
-    case OP.RESERVE_TIMEOUT:
+    case OP.RESERVE_TIMEOUT: {
       markWorker(s);
       // A negative timeout (1.12's strtol reading) waits forever, like reserve.
-      return answer(s, q.reserve(c, cmd.n < 0 ? Infinity : cmd.n * 1000), reserveAnswered);
+      const r = q.reserve(c, op === OP.RESERVE || cmd.n < 0 ? Infinity : cmd.n * 1000);
+      // answer() written out on the hot paths (reserve, delete, put): one callback per call site
+      return r instanceof Promise ? r.then((v) => reserveAnswered(s, v)) : reserveAnswered(s, r);
+    }
     case OP.RESERVE_JOB:
       return answer(s, q.reserveJob(c, cmd.id), reservedJob);
-    case OP.DELETE:
-      return answer(s, q.delete(c, cmd.id), changed);
+    case OP.DELETE: {
+      const r = q.delete(c, cmd.id);
+      return r instanceof Promise ? r.then((v) => changed(s, v)) : changed(s, r);
+    }
     case OP.RELEASE:
       return answer(s, q.release(c, cmd.id, cmd.pri, cmd.delay), changed);
     case OP.BURY:
