@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "./targets.ts";
+import { freePort } from "./ports.ts";
 import { skipUnless, which } from "./paths.ts";
 
 /** Debian's versioned server binaries, newest first; else initdb and pg_ctl on PATH. */
@@ -120,15 +120,20 @@ export async function startPostgres(): Promise<Postgres> {
 let shared: Promise<Postgres> | undefined;
 
 /**
- * One cluster per test process, shared by its tests (each uses its own --pg-schema);
- * stopped when the process exits.
+ * One cluster per test file, shared by its tests (each uses its own --pg-schema); the
+ * file stops it with stopSharedPostgres() in an after() hook (neither test runner
+ * emits the process's "exit" event reliably).
  */
 export function sharedPostgres(): Promise<Postgres> {
-  shared ??= startPostgres().then((pg) => {
-    process.once("exit", () => pg.stop());
-    return pg;
-  });
+  shared ??= startPostgres();
   return shared;
+}
+
+/** Stop the shared cluster, if one was started. */
+export async function stopSharedPostgres(): Promise<void> {
+  const pg = shared;
+  shared = undefined;
+  if (pg) (await pg.catch(() => undefined))?.stop();
 }
 
 let schemas = 0;

@@ -1,0 +1,888 @@
+// The PostgreSQL engine: core/engine.ts over tables that any number of tubeway nodes
+// share (core/pg/README.md). Jobs, their states, tube pauses and the cluster's counters
+// live in the database, with the database's clock; what lives here is this node's
+// connections (used and watched tubes, their waits in reserve) and its id blocks.
+// Every answer is a promise given after the COMMIT of the turn that made it (turn.ts).
+import { Client, type Tube } from "../model.ts";
+import { Tubes } from "../tubes.ts";
+import type { Clock, TimerHandle, Turns } from "../clock.ts";
+import { Histogram, QUEUE_BOUNDS_MS } from "../histogram.ts";
+import { DEFAULT_BINLOG_SIZE } from "../config.ts";
+import type {
+  Engine,
+  EngineMetrics,
+  EngineStats,
+  JobList,
+  JobOut,
+  JobState,
+  JobStats,
+  ListState,
+  PutResult,
+  Refusal,
+  Settling,
+  TubeSnapshot,
+  TubeStats,
+  WaitEnd,
+  Wake,
+} from "../engine.ts";
+import type { Row, Sql, SqlClient } from "./sql.ts";
+import { BURIED, DELAYED, ID_BLOCK, migrate, READY } from "./schema.ts";
+import { type Statements, statements } from "./statements.ts";
+import { all, type Op, type Plan, TurnRunner, type TurnState } from "./turn.ts";
+
+/** DEADLINE_SOON is due this long before a reservation's TTR ends (as the in-memory engine). */
+const DEADLINE_SOON_MS = 1000;
+/** A NOTIFY payload is at most 8000 bytes; past this, "something is due" says enough. */
+const MAX_TUBES_PAYLOAD = 7000;
+const STATE_NAMES: JobState[] = ["ready", "reserved", "delayed", "buried"];
+/**
+ * Ids come from a sequence, so none is above this; a larger one (the protocol reads up
+ * to 2^64-1, more than int8 holds) is NOT_FOUND without asking.
+ */
+const MAX_ID = Number.MAX_SAFE_INTEGER;
+const LIST_STATES: Record<ListState, number> = { ready: READY, delayed: DELAYED, buried: BURIED };
+
+/** One connection of this node, as the engine knows it. */
+class PgClient extends Client {
+  /** Its number on this node: reservations are (node, conn). */
+  readonly conn: number;
+  closed = false;
+  /** Has asked for reservations: when it closes, they are released. */
+  reserving = false;
+  /** A claim for its wait is in the transaction under way: its timeout waits for that. */
+  claiming = false;
+  /** Its wait was cancelled (half-close) while claiming. */
+  cancelled = false;
+  /** While waiting: when DEADLINE_SOON is due (monotonic ms). */
+  soonAt = Infinity;
+
+  constructor(use: Tube, wake: Wake, conn: number) {
+    super(use, wake);
+    this.conn = conn;
+  }
+}
+
+interface PutReq {
+  id: number;
+  tube: string;
+  pri: number;
+  delayMs: number;
+  ttrMs: number;
+  body: Uint8Array;
+  resolve(r: PutResult): void;
+  reject(e: unknown): void;
+}
+
+interface DeleteReq {
+  id: number;
+  conn: number;
+  resolve(r: "DELETED" | Refusal): void;
+  reject(e: unknown): void;
+}
+
+export interface PgEngineOptions {
+  sql: SqlClient;
+  /** The schema holding the tables (--pg-schema). */
+  schema: string;
+  clock: Clock;
+  turns: Turns;
+  maxJobSize: number;
+  /** How long a node's lease lasts without renewal (it renews every third of it). */
+  leaseMs?: number;
+  /** Where failures of the database go (a command that hit one answers INTERNAL_ERROR). */
+  error?: (line: string) => void;
+}
+
+/** Migrate the schema, register this node, take its first ids, listen: then serve. */
+export async function openPgEngine(opts: PgEngineOptions): Promise<PgEngine> {
+  await migrate(opts.sql, opts.schema);
+  const q = statements(opts.schema);
+  const leaseMs = opts.leaseMs ?? 5000;
+  const [reg] = await opts.sql.query(q.register, [leaseMs]);
+  const [block] = await opts.sql.query(q.idBlock);
+  const engine = new PgEngine(opts, q, Number(reg!.id), Number(block!.id), leaseMs);
+  await opts.sql.listen(engine.channel, (p) => engine.heard(p));
+  return engine;
+}
+
+export class PgEngine implements Engine {
+  readonly clock: Clock;
+  readonly maxJobSize: number;
+  /** This node life's id in the nodes table. */
+  readonly node: number;
+  /** The LISTEN/NOTIFY channel of this schema. */
+  readonly channel: string;
+
+  readonly #sql: SqlClient;
+  readonly #q: Statements;
+  readonly #runner: TurnRunner;
+  readonly #error: (line: string) => void;
+  readonly #leaseMs: number;
+  readonly #tubes = new Tubes();
+  /** Waiting clients, first come first served. */
+  readonly #waiters = new Set<PgClient>();
+  readonly #readyToReserve = new Histogram(QUEUE_BOUNDS_MS);
+  readonly #reserveToDelete = new Histogram(QUEUE_BOUNDS_MS);
+
+  #puts: PutReq[] = [];
+  #deletes: DeleteReq[] = [];
+  #ops: Op[] = [];
+  #drops = new Set<string>();
+  /** Serve every waiter in the next turn (a timer, a due time that moved). */
+  #serveAll = false;
+  /** Serve the waiters on these tubes in the next turn (another node readied them). */
+  #serveTubes = new Set<string>();
+  /** A NOTIFY came while a transaction was under way. */
+  #heard = false;
+  /** A client began to wait after this turn's claims were made. */
+  #newWaiter = false;
+
+  #nextId: number;
+  #idEnd: number;
+  #spareBlock: number | undefined;
+  #fetchingIds = false;
+
+  #conns = 0;
+  #draining = false;
+  #closing: Promise<void> | undefined;
+  #timer: TimerHandle | undefined;
+  #timerAt = Infinity;
+  /** When something in the database falls due (monotonic ms; known while clients wait). */
+  #dueAt = Infinity;
+  #leaseAt: number;
+  #leaseDue = false;
+
+  constructor(opts: PgEngineOptions, q: Statements, node: number, firstId: number, leaseMs: number) {
+    this.clock = opts.clock;
+    this.maxJobSize = opts.maxJobSize;
+    this.node = node;
+    this.channel = `tubeway.${opts.schema}`;
+    this.#sql = opts.sql;
+    this.#q = q;
+    this.#error = opts.error ?? ((l) => console.error(l));
+    this.#leaseMs = leaseMs;
+    this.#nextId = firstId;
+    this.#idEnd = firstId + ID_BLOCK;
+    this.#runner = new TurnRunner(opts.sql, opts.turns, () => this.#plan());
+    this.#leaseAt = this.clock.now() + leaseMs / 3;
+    // The first turn releases what nodes whose lease lapsed still hold (a previous life's).
+    this.#leaseDue = true;
+    this.#runner.kick();
+    this.#arm();
+  }
+
+  // ---- connections ----------------------------------------------------------------
+
+  connect(wake: Wake): PgClient {
+    const t = this.#tubes.default;
+    t.using++;
+    t.watching++;
+    return new PgClient(t, wake, ++this.#conns);
+  }
+
+  disconnect(client: Client): void {
+    const c = client as PgClient;
+    c.closed = true;
+    if (c.isWaiting) this.#endWait(c);
+    c.use.using--;
+    this.#dropIfUnused(c.use);
+    for (const t of c.watching) {
+      t.watching--;
+      this.#dropIfUnused(t);
+    }
+    c.watching.length = 0;
+    if (c.reserving) {
+      this.#background(async (tx, turn) => {
+        for (const r of await tx.query(this.#q.disconnect, [this.node, c.conn])) turn.readied.add(r.tube as string);
+      });
+    }
+  }
+
+  // ---- producing ------------------------------------------------------------------
+
+  /** From this node's block of ids (the next block is fetched when half of this one is used). */
+  takeId(): number {
+    if (this.#nextId >= this.#idEnd) {
+      if (this.#spareBlock === undefined) throw new Error("no job ids: the next block has not come yet");
+      this.#nextId = this.#spareBlock;
+      this.#idEnd = this.#spareBlock + ID_BLOCK;
+      this.#spareBlock = undefined;
+    }
+    if (this.#spareBlock === undefined && !this.#fetchingIds && this.#idEnd - this.#nextId <= ID_BLOCK / 2) {
+      this.#fetchIds();
+    }
+    return this.#nextId++;
+  }
+
+  put(c: Client, pri: number, delaySec: number, ttrSec: number, body: Uint8Array, id: number): Promise<PutResult> {
+    if (this.#draining) return Promise.resolve("DRAINING");
+    return new Promise((resolve, reject) => {
+      // ttr < 1 s is raised to 1 s, as 1.12 does.
+      const ttrMs = Math.max(ttrSec, 1) * 1000;
+      this.#puts.push({ id, tube: c.use.name, pri, delayMs: delaySec * 1000, ttrMs, body, resolve, reject });
+      this.#runner.kick();
+    });
+  }
+
+  // ---- consuming ------------------------------------------------------------------
+
+  reserve(client: Client, timeoutMs: number): Promise<JobOut | WaitEnd | null> {
+    const c = client as PgClient;
+    c.reserving = true;
+    const tubes = c.watchedTubes();
+    return this.#op(async (tx) => {
+      const [row] = await tx.query(this.#q.claim, [this.node, c.conn, tubes]);
+      return () => {
+        if (row!.id !== null) return jobOut(row!);
+        const soonMs = row!.soon_ms === null ? Infinity : Number(row!.soon_ms);
+        if (soonMs <= DEADLINE_SOON_MS) return "DEADLINE_SOON";
+        if (timeoutMs <= 0 || c.closed) return "TIMED_OUT";
+        this.#beginWait(c, timeoutMs, soonMs, row!.due_ms === null ? Infinity : Number(row!.due_ms));
+        return null;
+      };
+    });
+  }
+
+  cancelWait(client: Client): void {
+    const c = client as PgClient;
+    if (!c.isWaiting) return;
+    if (c.claiming) c.cancelled = true;
+    else this.#finish(c, "TIMED_OUT");
+  }
+
+  reserveJob(client: Client, id: number): Promise<JobOut | undefined> {
+    if (!(id <= MAX_ID)) return Promise.resolve(undefined);
+    const c = client as PgClient;
+    c.reserving = true;
+    return this.#op(async (tx) => {
+      const [row] = await tx.query(this.#q.reserveJob, [this.node, c.conn, id]);
+      return () => (row ? jobOut(row) : undefined);
+    });
+  }
+
+  delete(client: Client, id: number): Promise<"DELETED" | Refusal> {
+    if (!(id <= MAX_ID)) return Promise.resolve("NOT_FOUND");
+    const c = client as PgClient;
+    return new Promise((resolve, reject) => {
+      this.#deletes.push({ id, conn: c.conn, resolve, reject });
+      this.#runner.kick();
+    });
+  }
+
+  release(client: Client, id: number, pri: number, delaySec: number): Promise<"RELEASED" | Refusal> {
+    if (!(id <= MAX_ID)) return Promise.resolve("NOT_FOUND");
+    const c = client as PgClient;
+    return this.#op(async (tx, turn) => {
+      const [row] = await tx.query(this.#q.release, [this.node, c.conn, id, pri, delaySec]);
+      if (row && delaySec > 0) turn.due = true;
+      else if (row) turn.readied.add(row.tube as string);
+      return () => (row ? "RELEASED" : "NOT_FOUND");
+    });
+  }
+
+  bury(client: Client, id: number, pri: number): Promise<"BURIED" | Refusal> {
+    if (!(id <= MAX_ID)) return Promise.resolve("NOT_FOUND");
+    const c = client as PgClient;
+    return this.#op(async (tx) => {
+      const [row] = await tx.query(this.#q.bury, [this.node, c.conn, id, pri]);
+      return () => (row ? "BURIED" : "NOT_FOUND");
+    });
+  }
+
+  touch(client: Client, id: number): Promise<boolean> {
+    if (!(id <= MAX_ID)) return Promise.resolve(false);
+    const c = client as PgClient;
+    return this.#op(async (tx) => {
+      const [row] = await tx.query(this.#q.touch, [this.node, c.conn, id]);
+      return () => row !== undefined;
+    });
+  }
+
+  kick(c: Client, bound: number): Promise<number> {
+    const tube = c.use.name;
+    return this.#op(async (tx, turn) => {
+      const n = (await tx.query(this.#q.kick, [tube, bound])).length;
+      if (n > 0) turn.readied.add(tube);
+      return () => n;
+    });
+  }
+
+  kickJob(id: number): Promise<"KICKED" | Refusal> {
+    if (!(id <= MAX_ID)) return Promise.resolve("NOT_FOUND");
+    return this.#op(async (tx, turn) => {
+      const [row] = await tx.query(this.#q.kickJob, [id]);
+      if (row) turn.readied.add(row.tube as string);
+      return () => (row ? "KICKED" : "NOT_FOUND");
+    });
+  }
+
+  // ---- looking --------------------------------------------------------------------
+
+  peek(id: number): Promise<JobOut | undefined> {
+    if (!(id <= MAX_ID)) return Promise.resolve(undefined);
+    return this.#found(this.#q.peek, id);
+  }
+  peekReady(c: Client): Promise<JobOut | undefined> {
+    return this.#found(this.#q.peekReady, c.use.name);
+  }
+  peekDelayed(c: Client): Promise<JobOut | undefined> {
+    return this.#found(this.#q.peekDelayed, c.use.name);
+  }
+  peekBuried(c: Client): Promise<JobOut | undefined> {
+    return this.#found(this.#q.peekBuried, c.use.name);
+  }
+
+  statsJob(id: number): Promise<JobStats | undefined> {
+    if (!(id <= MAX_ID)) return Promise.resolve(undefined);
+    return this.#op(async (tx) => {
+      const [r] = await tx.query(this.#q.statsJob, [id]);
+      return () =>
+        r && {
+          id,
+          tube: r.tube as string,
+          state: STATE_NAMES[Number(r.state)]!,
+          pri: Number(r.pri),
+          age: seconds(r.age_ms),
+          delay: seconds(r.delay_ms),
+          ttr: seconds(r.ttr_ms),
+          timeLeft: r.left_ms === null ? 0 : Math.max(0, seconds(r.left_ms)),
+          file: 0,
+          reserves: Number(r.reserves),
+          timeouts: Number(r.timeouts),
+          releases: Number(r.releases),
+          buries: Number(r.buries),
+          kicks: Number(r.kicks),
+        };
+    });
+  }
+
+  statsTube(name: string): Promise<TubeStats | undefined> {
+    return this.#op(async (tx) => {
+      const [row] = await tx.query(this.#q.statsTube, [name]);
+      return () => this.#tubeStats(name, row);
+    });
+  }
+
+  stats(): Promise<EngineStats> {
+    return this.#op(async (tx) => {
+      const [stats, names] = await all([tx.query(this.#q.stats), tx.query(this.#q.tubeNames, [this.#localNames()])]);
+      const s = stats![0];
+      return () => ({
+        urgent: Number(s!.urgent),
+        ready: Number(s!.ready),
+        reserved: Number(s!.reserved),
+        delayed: Number(s!.delayed),
+        buried: Number(s!.buried),
+        tubes: this.#mergeNames(names!).length,
+        waiting: this.#waiters.size,
+        totalJobs: Number(s!.total_jobs),
+        jobTimeouts: Number(s!.job_timeouts),
+        draining: this.#draining,
+        binlog: {
+          oldestIndex: 0,
+          currentIndex: 0,
+          maxSize: DEFAULT_BINLOG_SIZE,
+          recordsWritten: 0,
+          recordsMigrated: 0,
+        },
+      });
+    });
+  }
+
+  tubeNames(): Promise<string[]> {
+    return this.#op(async (tx) => {
+      const rows = await tx.query(this.#q.tubeNames, [this.#localNames()]);
+      return () => this.#mergeNames(rows);
+    });
+  }
+
+  tubes(names: readonly string[]): Promise<TubeSnapshot[]> {
+    return this.#op(async (tx) => {
+      const rows = await all(names.map((n) => tx.query(this.#q.statsTube, [n])));
+      return () => {
+        const out: TubeSnapshot[] = [];
+        names.forEach((n, i) => {
+          const s = this.#tubeStats(n, rows[i]![0]);
+          if (!s) return;
+          const left = Math.max(0, Number(rows[i]![0]?.pause_left_ms ?? 0));
+          out.push({ ...s, paused: left > 0, pauseLeftMs: left, oldestReadyMs: 0 });
+        });
+        return out;
+      };
+    });
+  }
+
+  listJobs(tube: string, state: ListState, limit: number): Promise<JobList | undefined> {
+    return this.#op(async (tx) => {
+      const [counted, listed] = await all([
+        tx.query(this.#q.statsTube, [tube]),
+        tx.query(this.#q.listJobs, [tube, LIST_STATES[state], Math.max(0, limit)]),
+      ]);
+      const t = counted![0];
+      const rows = listed!;
+      return () => {
+        const s = this.#tubeStats(tube, t);
+        if (!s) return undefined;
+        const jobs = rows.map((r) => {
+          const body = r.body as Uint8Array;
+          return {
+            id: Number(r.id),
+            pri: Number(r.pri),
+            ageMs: Number(r.age_ms),
+            delayMs: Number(r.delay_ms),
+            ttrMs: Number(r.ttr_ms),
+            timeLeftMs: state === "delayed" ? Number(r.left_ms) : 0,
+            reserves: Number(r.reserves),
+            timeouts: Number(r.timeouts),
+            releases: Number(r.releases),
+            buries: Number(r.buries),
+            kicks: Number(r.kicks),
+            body: body.subarray(0, body.length - 2),
+          };
+        });
+        return { tube, state, total: s[state], jobs };
+      };
+    });
+  }
+
+  metrics(): EngineMetrics {
+    return { readyToReserve: this.#readyToReserve, reserveToDelete: this.#reserveToDelete, log: undefined };
+  }
+
+  // ---- tubes ----------------------------------------------------------------------
+
+  use(client: Client, name: string): void {
+    const old = client.use;
+    this.#tubes.use(client, name);
+    this.#dropped(old);
+  }
+
+  watch(client: Client, name: string): number {
+    return this.#tubes.watch(client, name);
+  }
+
+  ignore(client: Client, name: string): number | "NOT_IGNORED" {
+    const t = this.#tubes.get(name);
+    const n = this.#tubes.ignore(client, name);
+    if (t) this.#dropped(t);
+    return n;
+  }
+
+  pauseTube(name: string, delaySec: number): Promise<boolean> {
+    const here = this.#tubes.get(name) !== undefined;
+    return this.#op(async (tx, turn) => {
+      const [row] = await tx.query(this.#q.pause, [name, delaySec, here]);
+      if (row && delaySec === 0) turn.readied.add(name);
+      else if (row) turn.due = true;
+      return () => row !== undefined;
+    });
+  }
+
+  // ---- the server -----------------------------------------------------------------
+
+  drain(): void {
+    this.#draining = true;
+  }
+
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** Answers come after their COMMIT already: replies may always go at once. */
+  settle(_s: Settling, _changed: boolean, _replies: boolean): boolean {
+    return false;
+  }
+
+  /** Stop the timer; once the turns under way are done, end this node's lease and close the pool. */
+  close(): void {
+    this.closed();
+  }
+
+  /** close(), settling when the pool is closed. */
+  closed(): Promise<void> {
+    if (this.#closing) return this.#closing;
+    if (this.#timer !== undefined) this.clock.clearTimer(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = -Infinity; // never armed again
+    this.#closing = (async () => {
+      await this.#runner.idle();
+      try {
+        await this.#sql.query(this.#q.retire, [this.node]);
+      } catch (e) {
+        this.#error(`pg: could not end this node's lease: ${message(e)}`);
+      }
+      await this.#sql.close();
+    })();
+    return this.#closing;
+  }
+
+  /** A NOTIFY on this schema's channel: "<node> r|d <tube>,<tube>...". */
+  heard(payload: string): void {
+    const [from, kind, tubes] = payload.split(" ");
+    if (Number(from) === this.node) return;
+    if (this.#runner.running) this.#heard = true;
+    if (this.#waiters.size === 0) return;
+    if (kind === "d" || !tubes) this.#serveAll = true;
+    else for (const t of tubes.split(",")) this.#serveTubes.add(t);
+    this.#runner.kick();
+  }
+
+  // ---- turns ----------------------------------------------------------------------
+
+  /** A command's statements for the next turn; its answer after COMMIT. */
+  #op<T>(run: (tx: Sql, turn: TurnState) => Promise<() => T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#ops.push({ run, resolve, reject } as Op);
+      this.#runner.kick();
+    });
+  }
+
+  /** Work no client waits for (a closed connection's reservations, dropped tubes): failures are logged. */
+  #background(run: (tx: Sql, turn: TurnState) => Promise<void>): void {
+    this.#ops.push({
+      run: async (tx, turn) => {
+        await run(tx, turn);
+        return () => undefined;
+      },
+      resolve: () => {},
+      reject: (e) => this.#error(`pg: ${message(e)}`),
+    });
+    this.#runner.kick();
+  }
+
+  #found(text: string, arg: unknown): Promise<JobOut | undefined> {
+    return this.#op(async (tx) => {
+      const [row] = await tx.query(text, [arg]);
+      return () => (row ? jobOut(row) : undefined);
+    });
+  }
+
+  /** What gathered since the last turn, as one transaction's plan; undefined when there is nothing to do. */
+  #plan(): Plan | undefined {
+    const serve = this.#waiters.size > 0 && (this.#serveAll || this.#serveTubes.size > 0);
+    const work = this.#puts.length + this.#deletes.length + this.#ops.length + this.#drops.size;
+    if (work === 0 && !serve && !this.#leaseDue) return undefined;
+    const ops: Op[] = [this.#sweepOp()];
+    if (this.#leaseDue) ops.push(this.#leaseOp());
+    if (this.#drops.size > 0) ops.push(this.#dropOp([...this.#drops]));
+    if (this.#puts.length > 0) ops.push(this.#putOp(this.#puts));
+    if (this.#deletes.length > 0) ops.push(this.#deleteOp(this.#deletes));
+    ops.push(...this.#ops);
+    const serveAll = this.#serveAll;
+    const serveTubes = this.#serveTubes;
+    this.#puts = [];
+    this.#deletes = [];
+    this.#ops = [];
+    this.#drops = new Set();
+    this.#serveAll = false;
+    this.#serveTubes = new Set();
+    this.#leaseDue = false;
+    this.#newWaiter = false;
+    return {
+      ops,
+      end: (tx, turn) => this.#end(tx, turn, serveAll, serveTubes),
+      failed: (e) => {
+        this.#error(`pg: transaction failed: ${message(e)}`);
+        for (const c of this.#waiters) c.claiming = false;
+        if (serveAll || serveTubes.size > 0) this.#serveAll = true;
+        this.#arm();
+      },
+    };
+  }
+
+  #sweepOp(): Op {
+    return this.#internalOp(async (tx, turn) => {
+      for (const r of await tx.query(this.#q.sweep, [this.node])) turn.readied.add(r.tube as string);
+    });
+  }
+
+  #leaseOp(): Op {
+    return this.#internalOp(async (tx, turn) => {
+      for (const r of await tx.query(this.#q.lease, [this.node, this.#leaseMs])) turn.readied.add(r.tube as string);
+    });
+  }
+
+  #dropOp(names: string[]): Op {
+    return this.#internalOp(async (tx) => {
+      const gone = names.filter((n) => this.#tubes.get(n) === undefined);
+      if (gone.length > 0) await tx.query(this.#q.dropTubes, [gone]);
+    });
+  }
+
+  #internalOp(run: (tx: Sql, turn: TurnState) => Promise<void>): Op {
+    return {
+      run: async (tx, turn) => {
+        await run(tx, turn);
+        return () => undefined;
+      },
+      resolve: () => {},
+      reject: () => {}, // the plan's failed() reports it
+    };
+  }
+
+  /** Every put of the turn in one insert. */
+  #putOp(puts: PutReq[]): Op {
+    let size = 0;
+    for (const p of puts) size += p.body.length;
+    const bodies = new Uint8Array(size);
+    const offsets: number[] = [];
+    const lengths: number[] = [];
+    let at = 0;
+    for (const p of puts) {
+      bodies.set(p.body, at);
+      offsets.push(at + 1); // substring() counts from 1
+      lengths.push(p.body.length);
+      at += p.body.length;
+    }
+    const params = [
+      this.node,
+      puts.map((p) => p.id),
+      puts.map((p) => p.tube),
+      puts.map((p) => p.pri),
+      puts.map((p) => p.delayMs),
+      puts.map((p) => p.ttrMs),
+      bodies,
+      offsets,
+      lengths,
+    ];
+    return {
+      run: async (tx, turn) => {
+        await tx.query(this.#q.put, params);
+        for (const p of puts) {
+          if (p.delayMs > 0) turn.due = true;
+          else turn.readied.add(p.tube);
+        }
+        return () => undefined;
+      },
+      resolve: () => {
+        for (const p of puts) p.resolve({ id: p.id });
+      },
+      reject: (e) => {
+        for (const p of puts) p.reject(e);
+      },
+    };
+  }
+
+  /** Every delete of the turn in one statement. */
+  #deleteOp(dels: DeleteReq[]): Op {
+    const params = [this.node, dels.map((d) => d.id), dels.map((d) => d.conn)];
+    let done = new Set<string>();
+    return {
+      run: async (tx, turn) => {
+        done = new Set();
+        for (const r of await tx.query(this.#q.delete, params)) {
+          if (r.k === "d") done.add(`${r.id} ${r.conn}`);
+          else turn.emptied.add(r.tube as string);
+        }
+        return () => undefined;
+      },
+      resolve: () => {
+        for (const d of dels) d.resolve(done.delete(`${d.id} ${d.conn}`) ? "DELETED" : "NOT_FOUND");
+      },
+      reject: (e) => {
+        for (const d of dels) d.reject(e);
+      },
+    };
+  }
+
+  /**
+   * The end of a turn, in its transaction: forget tubes left empty, tell the other nodes
+   * what became ready, claim jobs for the clients waiting here, learn when the next thing
+   * falls due. After COMMIT: hand the claimed jobs over.
+   */
+  async #end(tx: Sql, turn: TurnState, serveAll: boolean, serveTubes: Set<string>): Promise<() => void> {
+    const q = this.#q;
+    const work: Promise<unknown>[] = [];
+    const emptied = [...turn.emptied].filter((n) => this.#tubes.get(n) === undefined);
+    if (emptied.length > 0) work.push(tx.query(q.dropTubes, [emptied]));
+    if (turn.readied.size > 0 || turn.due) work.push(tx.query(q.notify, [this.channel, this.#payload(turn)]));
+    const claims: [PgClient, Promise<Row[]>][] = [];
+    for (const c of this.#waiters) {
+      if (serveAll || watchesAny(c, turn.readied) || watchesAny(c, serveTubes)) {
+        c.claiming = true;
+        claims.push([c, tx.query(q.claim, [this.node, c.conn, c.watchedTubes()])]);
+      }
+    }
+    const due = this.#waiters.size > 0 ? tx.query(q.due) : undefined;
+    await all([...work, ...claims.map(([, p]) => p), ...(due ? [due] : [])]);
+    const dueRows = due ? await due : undefined;
+    const claimed = await all(claims.map(([, p]) => p));
+    return () => {
+      const now = this.clock.now();
+      claims.forEach(([c], i) => {
+        c.claiming = false;
+        const row = claimed[i]![0];
+        if (!c.isWaiting) return; // closed meanwhile: its disconnect releases the job
+        if (c.cancelled) {
+          c.cancelled = false;
+          this.#finish(c, "TIMED_OUT");
+        } else if (row && row.id !== null) {
+          this.#endWait(c);
+          c.onWake(jobOut(row));
+        }
+      });
+      // The claims of clients that began to wait in this turn may have seen a due time too.
+      const ms = dueRows?.[0]?.ms;
+      if (dueRows) this.#dueAt = Math.min(this.#dueAt, ms === null ? Infinity : now + Math.max(0, Number(ms)));
+      // A client that began waiting in this turn missed its claims: serve everyone again.
+      if (this.#newWaiter && (turn.readied.size > 0 || this.#heard)) this.#serveAll = true;
+      this.#heard = false;
+      if (this.#serveAll) this.#runner.kick();
+      this.#arm();
+    };
+  }
+
+  #payload(turn: TurnState): string {
+    const tubes = [...turn.readied].join(",");
+    return tubes.length > MAX_TUBES_PAYLOAD || turn.due ? `${this.node} d` : `${this.node} r ${tubes}`;
+  }
+
+  // ---- waiting ----------------------------------------------------------------------
+
+  /** c waits; `dueMs`: when something in the database falls due, as its claim saw it. */
+  #beginWait(c: PgClient, timeoutMs: number, soonMs: number, dueMs: number): void {
+    const now = this.clock.now();
+    if (now + dueMs < this.#dueAt) this.#dueAt = now + Math.max(0, dueMs);
+    c.waitNodes = c.watching.map((t) => t.addWaiter(c));
+    c.waitUntil = now + timeoutMs;
+    c.soonAt = now + soonMs - DEADLINE_SOON_MS;
+    c.wakeAt = Math.min(c.waitUntil, c.soonAt);
+    this.#waiters.add(c);
+    this.#newWaiter = true;
+    this.#arm();
+  }
+
+  #endWait(c: PgClient): void {
+    for (const n of c.waitNodes!) n.tube.removeWaiter(n);
+    c.waitNodes = null;
+    c.wakeAt = c.waitUntil = c.soonAt = Infinity;
+    this.#waiters.delete(c);
+  }
+
+  #finish(c: PgClient, why: WaitEnd): void {
+    this.#endWait(c);
+    c.onWake(why);
+  }
+
+  // ---- the one timer ----------------------------------------------------------------
+
+  /** Set the timer for the soonest of: a waiter's timeout or DEADLINE_SOON, a due time, the lease. */
+  #arm(): void {
+    if (this.#timerAt === -Infinity) return; // closed
+    let at = this.#leaseAt;
+    if (this.#waiters.size > 0 && this.#dueAt < at) at = this.#dueAt;
+    for (const c of this.#waiters) if (c.wakeAt < at) at = c.wakeAt;
+    if (at === this.#timerAt) return;
+    if (this.#timer !== undefined) this.clock.clearTimer(this.#timer);
+    this.#timerAt = at;
+    this.#timer = this.clock.setTimer(() => this.#tick(), Math.max(0, at - this.clock.now()));
+  }
+
+  #tick(): void {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const now = this.clock.now();
+    for (const c of this.#waiters) {
+      if (c.wakeAt > now || c.claiming) continue;
+      this.#finish(c, c.soonAt <= now ? "DEADLINE_SOON" : "TIMED_OUT");
+    }
+    if (this.#dueAt <= now) {
+      this.#dueAt = Infinity;
+      if (this.#waiters.size > 0) {
+        this.#serveAll = true;
+        this.#runner.kick();
+      }
+    }
+    if (this.#leaseAt <= now) {
+      this.#leaseAt = now + this.#leaseMs / 3;
+      this.#leaseDue = true;
+      this.#runner.kick();
+    }
+    this.#arm();
+  }
+
+  // ---- ids and tubes ------------------------------------------------------------------
+
+  #fetchIds(): void {
+    this.#fetchingIds = true;
+    this.#sql.query(this.#q.idBlock).then(
+      ([row]) => {
+        this.#fetchingIds = false;
+        this.#spareBlock = Number(row!.id);
+      },
+      (e) => {
+        this.#fetchingIds = false;
+        this.#error(`pg: could not take a block of job ids: ${message(e)}`);
+      },
+    );
+  }
+
+  /** After a use or an ignore: if that left t unreferenced here, it is gone here; forget it there too if it has no jobs. */
+  #dropped(t: Tube): void {
+    if (t.listSlot < 0) {
+      this.#drops.add(t.name);
+      this.#runner.kick();
+    }
+  }
+
+  #dropIfUnused(t: Tube): void {
+    if (this.#tubes.dropIfUnused(t)) {
+      this.#drops.add(t.name);
+      this.#runner.kick();
+    }
+  }
+
+  #localNames(): string[] {
+    return this.#tubes.all().map((t) => t.name);
+  }
+
+  /** The database's tubes in its order, then the tubes only this node refers to, in its order. */
+  #mergeNames(rows: Row[]): string[] {
+    const names = rows.map((r) => r.name as string);
+    const seen = new Set(names);
+    for (const t of this.#tubes.all()) if (!seen.has(t.name)) names.push(t.name);
+    return names;
+  }
+
+  /** stats-tube from the tube's row and this node's references; undefined when neither has it. */
+  #tubeStats(name: string, row: Row | undefined): TubeStats | undefined {
+    const here = this.#tubes.get(name);
+    if (!here && (!row || Number(row.jobs) === 0)) return undefined;
+    const n = (k: string) => (row ? Number(row[k]) : 0);
+    const left = Math.max(0, n("pause_left_ms"));
+    return {
+      name,
+      urgent: n("urgent"),
+      ready: n("ready"),
+      reserved: n("reserved"),
+      delayed: n("delayed"),
+      buried: n("buried"),
+      totalJobs: n("total_jobs"),
+      using: here?.using ?? 0,
+      watching: here?.watching ?? 0,
+      waiting: here?.waiting ?? 0,
+      cmdDelete: n("cmd_delete"),
+      cmdPauseTube: n("cmd_pause"),
+      pause: left > 0 ? Math.trunc(n("pause_ms") / 1000) : 0,
+      pauseTimeLeft: left > 0 ? Math.trunc(left / 1000) : 0,
+    };
+  }
+}
+
+function jobOut(row: Row): JobOut {
+  return { id: Number(row.id), body: row.body as Uint8Array };
+}
+
+function seconds(ms: unknown): number {
+  return Math.trunc(Number(ms) / 1000);
+}
+
+function watchesAny(c: Client, tubes: Set<string>): boolean {
+  if (tubes.size === 0) return false;
+  for (const t of c.watching) if (tubes.has(t.name)) return true;
+  return false;
+}
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,186 @@
+// The engine's SQL, one constant per statement, for one schema. Each command is one
+// statement (CTEs where it touches several tables), so a turn's statements can be
+// pipelined without waiting for each other. Times are the database's: now() is the
+// transaction's start, the same for every statement of a turn.
+import { BURIED, DELAYED, READY, RESERVED } from "./schema.ts";
+
+const MS = "interval '1 millisecond'";
+/** Milliseconds from now() to a timestamptz expression (negative when past), as float8. */
+const msUntil = (t: string) => `(extract(epoch from (${t}) - now()) * 1000)::float8`;
+/** The columns a reserved or found job is shown with. */
+const OUT = "j.id::float8 as id, j.body";
+/** What a job that goes back to ready without a counter moving gets. */
+const UNRESERVE = "state = " + READY + ", ready_at = now(), node = null, conn = null, deadline = null";
+
+export function statements(S: string) {
+  /** Ms until the next delayed job is due, a TTR ends or a pause ends, anywhere; null when nothing is. */
+  const dueMs = msUntil(`least(
+        (select min(ready_at) from ${S}.jobs where state = ${DELAYED}),
+        (select min(deadline) from ${S}.jobs where state = ${RESERVED}),
+        (select min(pause_until) from ${S}.tubes where pause_until > now()))`);
+  const claimable = `state = ${READY} and tube = any($3::text[])
+        and not exists (select 1 from ${S}.tubes p where p.name = ${S}.jobs.tube and p.pause_until > now())`;
+  return {
+    /** Delayed jobs whose time has come, and reservations whose TTR ended, back to ready; $1 node. */
+    sweep: `with p as (
+        update ${S}.jobs j set state = ${READY} from (
+          select id from ${S}.jobs where state = ${DELAYED} and ready_at <= now() for update skip locked) d
+        where j.id = d.id returning j.tube),
+      t as (
+        update ${S}.jobs j set ${UNRESERVE}, timeouts = j.timeouts + 1 from (
+          select id from ${S}.jobs where state = ${RESERVED} and deadline <= now() for update skip locked) d
+        where j.id = d.id returning j.tube),
+      n as (update ${S}.nodes set job_timeouts = job_timeouts + (select count(*) from t)
+        where id = $1 and exists (select 1 from t))
+      select tube from p union all select tube from t`,
+
+    /** Renew this node's lease ($1 node, $2 ms) and release the reservations of nodes whose lease lapsed. */
+    lease: `with l as (update ${S}.nodes set lease_until = now() + $2 * ${MS} where id = $1),
+      r as (update ${S}.jobs j set ${UNRESERVE} from (
+          select id from ${S}.jobs where state = ${RESERVED} and node in (
+            select id from ${S}.nodes where lease_until < now() and id <> $1) for update skip locked) d
+        where j.id = d.id returning j.tube)
+      select tube from r`,
+
+    /** A new node life with its lease ($1 ms); its id. */
+    register: `insert into ${S}.nodes (lease_until) values (now() + $1 * ${MS}) returning id::float8 as id`,
+    /** This node stops: its lease ends now, so any node may release what it still holds. */
+    retire: `update ${S}.nodes set lease_until = now() - interval '1 second' where id = $1`,
+    /** A block of ID_BLOCK ids starts here. */
+    idBlock: `select nextval('${S}.job_ids')::float8 as id`,
+
+    /**
+     * Every put of a turn: $1 node, then per job id, tube, pri, delay ms, ttr ms, and the
+     * body as offset/length into $7, all the bodies in one bytea (a bytea[] parameter
+     * is not something every driver sends).
+     */
+    put: `with t as (
+        insert into ${S}.tubes as x (name, jobs, total_jobs)
+          select tube, count(*), count(*) from unnest($3::text[]) as u(tube) group by tube order by tube
+        on conflict (name) do update set jobs = x.jobs + excluded.jobs, total_jobs = x.total_jobs + excluded.total_jobs),
+      n as (update ${S}.nodes set total_jobs = total_jobs + cardinality($2::int8[]) where id = $1)
+      insert into ${S}.jobs (id, tube, state, pri, delay_ms, ttr_ms, created_at, ready_at, body)
+        select id, tube, case when d > 0 then ${DELAYED} else ${READY} end, pri, d, ttr, now(), now() + d * ${MS},
+          substring($7::bytea from o for l)
+        from unnest($2::int8[], $3::text[], $4::int8[], $5::int8[], $6::int8[], $8::int4[], $9::int4[])
+          as u(id, tube, pri, d, ttr, o, l)`,
+
+    /**
+     * Every delete of a turn: $1 node, $2 ids, $3 the deleting connections (a reserved
+     * job only by its holder). Rows: k 'd' per deleted id with the connection whose
+     * delete it was; k 't' per tube left without jobs.
+     */
+    delete: `with d as (
+        delete from ${S}.jobs j using unnest($2::int8[], $3::int8[]) as u(id, conn)
+        where j.id = u.id and (j.state <> ${RESERVED} or (j.node = $1 and j.conn = u.conn))
+        returning j.id, j.tube, u.conn),
+      c as (select tube, count(*) as n from d group by tube),
+      t as (update ${S}.tubes x set jobs = x.jobs - c.n, cmd_delete = x.cmd_delete + c.n
+        from c where x.name = c.tube returning x.name, x.jobs)
+      select 'd' as k, id::float8 as id, conn::float8 as conn, tube from d
+      union all select 't', null, null, name from t where jobs = 0`,
+
+    /**
+     * reserve: the best (pri, id) ready job of the watched tubes $3 not paused, for node
+     * $1 connection $2; with soon_ms, the time to this connection's nearest TTR end
+     * before this claim (DEADLINE_SOON), and due_ms (see due) for a client that will wait.
+     */
+    claim: `with c as (
+        select id from ${S}.jobs where ${claimable} order by pri, id limit 1 for update skip locked),
+      u as (update ${S}.jobs j set state = ${RESERVED}, node = $1, conn = $2, deadline = now() + j.ttr_ms * ${MS},
+          reserves = j.reserves + 1
+        from c where j.id = c.id returning ${OUT})
+      select u.id, u.body, (select ${msUntil("min(deadline)")} from ${S}.jobs
+          where state = ${RESERVED} and node = $1 and conn = $2) as soon_ms,
+        case when u.id is null then ${dueMs} end as due_ms
+      from (select 1) as one left join u on true`,
+    /** reserve-job $3 for node $1 connection $2: any job not reserved, in any tube. */
+    reserveJob: `update ${S}.jobs j set state = ${RESERVED}, node = $1, conn = $2, deadline = now() + j.ttr_ms * ${MS},
+        reserves = j.reserves + 1, buried_seq = null
+      where j.id = $3 and j.state <> ${RESERVED} returning ${OUT}`,
+    /** release $3 (held by $1/$2) with pri $4 and delay $5 s. */
+    release: `update ${S}.jobs j set state = case when $5 > 0 then ${DELAYED} else ${READY} end, pri = $4,
+        delay_ms = $5 * 1000, ready_at = now() + $5 * 1000 * ${MS}, releases = j.releases + 1,
+        node = null, conn = null, deadline = null
+      where j.id = $3 and j.state = ${RESERVED} and j.node = $1 and j.conn = $2 returning j.tube`,
+    /** bury $3 (held by $1/$2) with pri $4: last in its tube's buried FIFO. */
+    bury: `update ${S}.jobs j set state = ${BURIED}, pri = $4, buries = j.buries + 1,
+        buried_seq = nextval('${S}.bury_seq'), node = null, conn = null, deadline = null
+      where j.id = $3 and j.state = ${RESERVED} and j.node = $1 and j.conn = $2 returning j.id`,
+    /** touch $3 (held by $1/$2): a fresh full TTR. */
+    touch: `update ${S}.jobs j set deadline = now() + j.ttr_ms * ${MS}
+      where j.id = $3 and j.state = ${RESERVED} and j.node = $1 and j.conn = $2 returning j.id`,
+    /** kick up to $2 jobs of tube $1: buried ones (oldest-buried first) if it has any, else delayed (soonest first). */
+    kick: `with b as (select exists (select 1 from ${S}.jobs where state = ${BURIED} and tube = $1) as buried),
+      k as (select id from ${S}.jobs, b
+        where tube = $1 and state = case when b.buried then ${BURIED} else ${DELAYED} end
+        order by case when b.buried then buried_seq end, ready_at, id limit $2 for update skip locked)
+      update ${S}.jobs j set state = ${READY}, kicks = j.kicks + 1, ready_at = now(), buried_seq = null
+      from k where j.id = k.id returning j.id`,
+    /** kick-job $1: a buried or delayed job in any tube. */
+    kickJob: `update ${S}.jobs j set state = ${READY}, kicks = j.kicks + 1, ready_at = now(), buried_seq = null
+      where j.id = $1 and j.state in (${BURIED}, ${DELAYED}) returning j.tube`,
+    /** A closed connection's reservations ($1 node, $2 connection) straight back to ready. */
+    disconnect: `update ${S}.jobs j set ${UNRESERVE}
+      where j.state = ${RESERVED} and j.node = $1 and j.conn = $2 returning j.tube`,
+
+    peek: `select ${OUT} from ${S}.jobs j where j.id = $1`,
+    peekReady: `select ${OUT} from ${S}.jobs j where j.state = ${READY} and j.tube = $1 order by j.pri, j.id limit 1`,
+    peekDelayed:
+      `select ${OUT} from ${S}.jobs j where j.state = ${DELAYED} and j.tube = $1 order by j.ready_at, j.id limit 1`,
+    peekBuried:
+      `select ${OUT} from ${S}.jobs j where j.state = ${BURIED} and j.tube = $1 order by j.buried_seq limit 1`,
+    statsJob: `select tube, state, pri::float8 as pri, delay_ms::float8 as delay_ms, ttr_ms::float8 as ttr_ms,
+        reserves, timeouts, releases, buries, kicks, -${msUntil("created_at")} as age_ms,
+        ${msUntil(`case when state = ${RESERVED} then deadline when state = ${DELAYED} then ready_at end`)} as left_ms
+      from ${S}.jobs where id = $1`,
+    /** Per-state counts of tube $1 and its row; no row when it has none. */
+    statsTube: `select x.jobs::float8 as jobs, x.total_jobs::float8 as total_jobs, x.cmd_delete::float8 as cmd_delete,
+        x.cmd_pause::float8 as cmd_pause, x.pause_ms::float8 as pause_ms,
+        coalesce(${msUntil("x.pause_until")}, 0) as pause_left_ms,
+        (select count(*)::float8 from ${S}.jobs where state = ${READY} and tube = $1 and pri < 1024) as urgent,
+        (select count(*)::float8 from ${S}.jobs where state = ${READY} and tube = $1) as ready,
+        (select count(*)::float8 from ${S}.jobs where state = ${RESERVED} and tube = $1) as reserved,
+        (select count(*)::float8 from ${S}.jobs where state = ${DELAYED} and tube = $1) as delayed,
+        (select count(*)::float8 from ${S}.jobs where state = ${BURIED} and tube = $1) as buried
+      from ${S}.tubes x where x.name = $1`,
+    /** The cluster's job gauges and counters; and the tubes list-tubes shows ($1: this node's referenced tubes). */
+    stats: `select
+        count(*) filter (where state = ${READY} and pri < 1024)::float8 as urgent,
+        count(*) filter (where state = ${READY})::float8 as ready,
+        count(*) filter (where state = ${RESERVED})::float8 as reserved,
+        count(*) filter (where state = ${DELAYED})::float8 as delayed,
+        count(*) filter (where state = ${BURIED})::float8 as buried,
+        (select coalesce(sum(total_jobs), 0)::float8 from ${S}.nodes) as total_jobs,
+        (select coalesce(sum(job_timeouts), 0)::float8 from ${S}.nodes) as job_timeouts
+      from ${S}.jobs`,
+    /** Tubes with jobs, or referenced here ($1), in list-tubes order. */
+    tubeNames: `select name from ${S}.tubes where jobs > 0 or name = any($1::text[]) order by seq`,
+    /** Does tube $1 have jobs? */
+    tubeHasJobs: `select 1 from ${S}.tubes where name = $1 and jobs > 0`,
+    /**
+     * pause-tube $1 for $2 s ($3: referenced here, so it exists even without jobs). No
+     * row when there is no such tube.
+     */
+    pause: `insert into ${S}.tubes as x (name, cmd_pause, pause_ms, pause_until)
+        select $1, 1, $2 * 1000, case when $2 > 0 then now() + $2 * 1000 * ${MS} end
+        where $3 or exists (select 1 from ${S}.tubes where name = $1 and jobs > 0)
+      on conflict (name) do update set cmd_pause = x.cmd_pause + 1, pause_ms = excluded.pause_ms,
+        pause_until = excluded.pause_until
+      returning 1`,
+    /** Forget tubes $1 that have no jobs (nothing here refers to them): their pause and counters go with them. */
+    dropTubes: `delete from ${S}.tubes where name = any($1::text[]) and jobs = 0 and name <> 'default'`,
+    /** Ms until the next delayed job is due, a TTR ends or a pause ends, anywhere; null when nothing is. */
+    due: `select ${dueMs} as ms`,
+    notify: "select pg_notify($1, $2)",
+    /** Up to $3 jobs of tube $1 in state $2, in serving order (the dashboard). */
+    listJobs: `select id::float8 as id, pri::float8 as pri, delay_ms::float8 as delay_ms, ttr_ms::float8 as ttr_ms,
+        reserves, timeouts, releases, buries, kicks, -${msUntil("created_at")} as age_ms,
+        greatest(0, ${msUntil("ready_at")}) as left_ms, body
+      from ${S}.jobs where tube = $1 and state = $2
+      order by case when $2 = ${READY} then pri end, case when $2 = ${BURIED} then buried_seq end, ready_at, id
+      limit $3`,
+  };
+}
+
+export type Statements = ReturnType<typeof statements>;

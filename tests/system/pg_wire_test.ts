@@ -1,0 +1,14 @@
+// The wire suite (wire_suite.ts) against one tubeway node over PostgreSQL (--pg), on
+// Deno and on Bun, with a throwaway cluster (harness/postgres.ts) and a schema per server.
+//
+// Run: node_modules/.bin/deno test -A tests/system/pg_wire_test.ts
+//      node_modules/.bin/bun test --timeout 120000 tests/system/pg_wire_test.ts
+import { after, describe } from "node:test";
+import { bunPgServer, denoPgServer } from "../harness/targets.ts";
+import { stopSharedPostgres } from "../harness/postgres.ts";
+import { wireSuite } from "./wire_suite.ts";
+
+describe("one node over PostgreSQL", () => {
+  after(stopSharedPostgres);
+  for (const target of [denoPgServer, bunPgServer]) wireSuite(target);
+});
