@@ -29,6 +29,7 @@ export async function openPgService(config: Config & { pg: PgConfig }, opts: Ope
       clock: opts.clock ?? systemClock,
       turns,
       maxJobSize: config.maxJobSize,
+      leaseMs: config.pg.leaseMs,
       error,
     });
   } catch (e) {

@@ -42,6 +42,8 @@ export interface PgConfig {
   url: string;
   /** --pg-schema: the schema of the tables, so that several queues can share a database. */
   schema: string;
+  /** --pg-lease: ms a node's lease lasts unrenewed; then any node releases its reservations. */
+  leaseMs: number;
 }
 
 /** --log-format: how server.ts writes log lines (see core/log.ts). */
@@ -110,6 +112,8 @@ Long options (tubeway's own):
                   by every node given the same URL and schema (or set TUBEWAY_PG_URL;
                   PG* variables fill in what the URL leaves out); not with -b
  --pg-schema S    the schema of tubeway's tables (default: tubeway)
+ --pg-lease SEC   a node that stops renewing its lease for SEC seconds (default 5)
+                  loses its reservations to the other nodes
 `;
 
 /** The environment variable that supplies --http-token (for systemd units: keeps it out of ps). */
@@ -120,6 +124,9 @@ export const PG_URL_ENV = "TUBEWAY_PG_URL";
 
 /** --pg-schema when not given. */
 export const DEFAULT_PG_SCHEMA = "tubeway";
+
+/** --pg-lease when not given, ms. */
+export const DEFAULT_PG_LEASE_MS = 5000;
 
 const OPTIONS = {
   b: { type: "string", short: "b" },
@@ -144,6 +151,7 @@ const OPTIONS = {
   "http-token": { type: "string" },
   pg: { type: "string" },
   "pg-schema": { type: "string" },
+  "pg-lease": { type: "string" },
 } as const;
 
 function usageError(message: string): ParsedArgs {
@@ -278,6 +286,7 @@ export function parseConfig(
   };
   let pgUrl = env[PG_URL_ENV] || undefined;
   let pgSchema: string | undefined;
+  let pgLeaseMs: number | undefined;
   const tls: Partial<Record<"tls-cert" | "tls-key" | "tls-ca" | "tls", string>> = {};
   const fd = inheritedFd(env, pid, config.warnings);
   for (const t of tokens) {
@@ -357,6 +366,12 @@ export function parseConfig(
         }
         pgSchema = v;
         break;
+      case "pg-lease": {
+        const n = /^[0-9]+(\.[0-9]+)?$/.test(v) ? Number(v) : NaN;
+        if (!(n >= 1 && n <= 3600)) return flagError(`--pg-lease wants seconds from 1 to 3600, not ${v}`);
+        pgLeaseMs = Math.round(n * 1000);
+        break;
+      }
       case "log-format":
         if (v !== "text" && v !== "json") return flagError(`--log-format must be text or json, not ${v}`);
         config.logFormat = v;
@@ -368,8 +383,10 @@ export function parseConfig(
     if (config.binlogDir !== undefined) {
       return usageError("-b and --pg cannot be used together: the jobs live in one place");
     }
-    config.pg = { url: pgUrl, schema: pgSchema ?? DEFAULT_PG_SCHEMA };
-  } else if (pgSchema !== undefined) return usageError("--pg-schema needs --pg URL");
+    config.pg = { url: pgUrl, schema: pgSchema ?? DEFAULT_PG_SCHEMA, leaseMs: pgLeaseMs ?? DEFAULT_PG_LEASE_MS };
+  } else if (pgSchema !== undefined || pgLeaseMs !== undefined) {
+    return usageError(`${pgSchema !== undefined ? "--pg-schema" : "--pg-lease"} needs --pg URL`);
+  }
   config.listen = fd !== undefined ? { fd } : path !== undefined ? { path } : { host, port };
   const t = tlsConfig(tls, "path" in config.listen);
   if (typeof t === "string") return flagError(t);
