@@ -18,8 +18,21 @@ export function statements(S: string) {
         (select min(ready_at) from ${S}.jobs where state = ${DELAYED}),
         (select min(deadline) from ${S}.jobs where state = ${RESERVED}),
         (select min(pause_until) from ${S}.tubes where pause_until > now()))`);
-  const claimable = `state = ${READY} and tube = any($3::text[])
-        and not exists (select 1 from ${S}.tubes p where p.name = ${S}.jobs.tube and p.pause_until > now())`;
+  /**
+   * The best (pri, id) ready job among the watched tubes $3 that are not paused. Per
+   * tube, the head of its (tube, pri, id) index, locked (SKIP LOCKED: a row another
+   * transaction is claiming or deleting is passed over); then the best of those heads.
+   * One index probe per watched tube however long the queue: `tube = any($3) order by
+   * pri, id` would sort every ready job of the tubes. The heads not chosen stay locked
+   * until COMMIT, so a concurrent claim on another node may pass over them (docs/pg.md).
+   */
+  const best = `select h.id from (
+          select tube from unnest($3::text[]) as u(tube)
+          where not exists (select 1 from ${S}.tubes p where p.name = u.tube and p.pause_until > now())) as w
+        cross join lateral (
+          select id, pri from ${S}.jobs where state = ${READY} and tube = w.tube
+          order by pri, id limit 1 for update skip locked) as h
+        order by h.pri, h.id limit 1`;
   return {
     /** Delayed jobs whose time has come, and reservations whose TTR ended, back to ready; $1 node. */
     sweep: `with p as (
@@ -85,8 +98,7 @@ export function statements(S: string) {
      * $1 connection $2; with soon_ms, the time to this connection's nearest TTR end
      * before this claim (DEADLINE_SOON), and due_ms (see due) for a client that will wait.
      */
-    claim: `with c as (
-        select id from ${S}.jobs where ${claimable} order by pri, id limit 1 for update skip locked),
+    claim: `with c as (${best}),
       u as (update ${S}.jobs j set state = ${RESERVED}, node = $1, conn = $2, deadline = now() + j.ttr_ms * ${MS},
           reserves = j.reserves + 1
         from c where j.id = c.id returning ${OUT})
