@@ -3,7 +3,7 @@
 // live in the database, with the database's clock; what lives here is this node's
 // connections (used and watched tubes, their waits in reserve) and its id blocks.
 // Every answer is a promise given after the COMMIT of the turn that made it (turn.ts).
-import { Client, type Tube } from "../model.ts";
+import type { Client, Tube } from "../model.ts";
 import { Tubes } from "../tubes.ts";
 import type { Clock, TimerHandle, Turns } from "../clock.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "../histogram.ts";
@@ -14,7 +14,6 @@ import type {
   EngineStats,
   JobList,
   JobOut,
-  JobState,
   JobStats,
   ListState,
   PutResult,
@@ -26,59 +25,21 @@ import type {
   Wake,
 } from "../engine.ts";
 import type { Row, Sql, SqlClient } from "./sql.ts";
-import { BURIED, DELAYED, ID_BLOCK, migrate, READY } from "./schema.ts";
+import { migrate } from "./schema.ts";
+import { IdBlocks } from "./ids.ts";
 import { type Statements, statements } from "./statements.ts";
 import { all, type Op, type Plan, TurnRunner, type TurnState } from "./turn.ts";
+import { DEADLINE_SOON_MS, PgClient, Waiters, watchesAny } from "./client.ts";
+import { deleteOp, type DeleteReq, internalOp, putOp, type PutReq } from "./merged.ts";
+import { jobOut, jobSnapshotOf, jobStatsOf, LIST_STATES, message, tubeStatsOf } from "./views.ts";
 
-/** DEADLINE_SOON is due this long before a reservation's TTR ends (as the in-memory engine). */
-const DEADLINE_SOON_MS = 1000;
 /** A NOTIFY payload is at most 8000 bytes; past this, "something is due" says enough. */
 const MAX_TUBES_PAYLOAD = 7000;
-const STATE_NAMES: JobState[] = ["ready", "reserved", "delayed", "buried"];
 /**
  * Ids come from a sequence, so none is above this; a larger one (the protocol reads up
  * to 2^64-1, more than int8 holds) is NOT_FOUND without asking.
  */
 const MAX_ID = Number.MAX_SAFE_INTEGER;
-const LIST_STATES: Record<ListState, number> = { ready: READY, delayed: DELAYED, buried: BURIED };
-
-/** One connection of this node, as the engine knows it. */
-class PgClient extends Client {
-  /** Its number on this node: reservations are (node, conn). */
-  readonly conn: number;
-  closed = false;
-  /** Has asked for reservations: when it closes, they are released. */
-  reserving = false;
-  /** A claim for its wait is in the transaction under way: its timeout waits for that. */
-  claiming = false;
-  /** Its wait was cancelled (half-close) while claiming. */
-  cancelled = false;
-  /** While waiting: when DEADLINE_SOON is due (monotonic ms). */
-  soonAt = Infinity;
-
-  constructor(use: Tube, wake: Wake, conn: number) {
-    super(use, wake);
-    this.conn = conn;
-  }
-}
-
-interface PutReq {
-  id: number;
-  tube: string;
-  pri: number;
-  delayMs: number;
-  ttrMs: number;
-  body: Uint8Array;
-  resolve(r: PutResult): void;
-  reject(e: unknown): void;
-}
-
-interface DeleteReq {
-  id: number;
-  conn: number;
-  resolve(r: "DELETED" | Refusal): void;
-  reject(e: unknown): void;
-}
 
 export interface PgEngineOptions {
   sql: SqlClient;
@@ -120,7 +81,7 @@ export class PgEngine implements Engine {
   readonly #leaseMs: number;
   readonly #tubes = new Tubes();
   /** Waiting clients, first come first served. */
-  readonly #waiters = new Set<PgClient>();
+  readonly #waiters = new Waiters();
   readonly #readyToReserve = new Histogram(QUEUE_BOUNDS_MS);
   readonly #reserveToDelete = new Histogram(QUEUE_BOUNDS_MS);
 
@@ -137,10 +98,7 @@ export class PgEngine implements Engine {
   /** A client began to wait after this turn's claims were made. */
   #newWaiter = false;
 
-  #nextId: number;
-  #idEnd: number;
-  #spareBlock: number | undefined;
-  #fetchingIds = false;
+  readonly #ids: IdBlocks;
 
   #conns = 0;
   #draining = false;
@@ -161,8 +119,11 @@ export class PgEngine implements Engine {
     this.#q = q;
     this.#error = opts.error ?? ((l) => console.error(l));
     this.#leaseMs = leaseMs;
-    this.#nextId = firstId;
-    this.#idEnd = firstId + ID_BLOCK;
+    this.#ids = new IdBlocks(
+      firstId,
+      () => this.#sql.query(q.idBlock).then(([row]) => Number(row!.id)),
+      (e) => this.#error(`pg: could not take a block of job ids: ${message(e)}`),
+    );
     this.#runner = new TurnRunner(opts.sql, opts.turns, () => this.#plan());
     this.#leaseAt = this.clock.now() + leaseMs / 3;
     // The first turn releases what nodes whose lease lapsed still hold (a previous life's).
@@ -183,7 +144,7 @@ export class PgEngine implements Engine {
   disconnect(client: Client): void {
     const c = client as PgClient;
     c.closed = true;
-    if (c.isWaiting) this.#endWait(c);
+    if (c.isWaiting) this.#waiters.end(c);
     c.use.using--;
     this.#dropIfUnused(c.use);
     for (const t of c.watching) {
@@ -200,18 +161,9 @@ export class PgEngine implements Engine {
 
   // ---- producing ------------------------------------------------------------------
 
-  /** From this node's block of ids (the next block is fetched when half of this one is used). */
+  /** From this node's block of ids (ids.ts). */
   takeId(): number {
-    if (this.#nextId >= this.#idEnd) {
-      if (this.#spareBlock === undefined) throw new Error("no job ids: the next block has not come yet");
-      this.#nextId = this.#spareBlock;
-      this.#idEnd = this.#spareBlock + ID_BLOCK;
-      this.#spareBlock = undefined;
-    }
-    if (this.#spareBlock === undefined && !this.#fetchingIds && this.#idEnd - this.#nextId <= ID_BLOCK / 2) {
-      this.#fetchIds();
-    }
-    return this.#nextId++;
+    return this.#ids.take();
   }
 
   put(c: Client, pri: number, delaySec: number, ttrSec: number, body: Uint8Array, id: number): Promise<PutResult> {
@@ -247,7 +199,7 @@ export class PgEngine implements Engine {
     const c = client as PgClient;
     if (!c.isWaiting) return;
     if (c.claiming) c.cancelled = true;
-    else this.#finish(c, "TIMED_OUT");
+    else this.#waiters.finish(c, "TIMED_OUT");
   }
 
   reserveJob(client: Client, id: number): Promise<JobOut | undefined> {
@@ -336,30 +288,14 @@ export class PgEngine implements Engine {
     if (!(id <= MAX_ID)) return Promise.resolve(undefined);
     return this.#op(async (tx) => {
       const [r] = await tx.query(this.#q.statsJob, [id]);
-      return () =>
-        r && {
-          id,
-          tube: r.tube as string,
-          state: STATE_NAMES[Number(r.state)]!,
-          pri: Number(r.pri),
-          age: seconds(r.age_ms),
-          delay: seconds(r.delay_ms),
-          ttr: seconds(r.ttr_ms),
-          timeLeft: r.left_ms === null ? 0 : Math.max(0, seconds(r.left_ms)),
-          file: 0,
-          reserves: Number(r.reserves),
-          timeouts: Number(r.timeouts),
-          releases: Number(r.releases),
-          buries: Number(r.buries),
-          kicks: Number(r.kicks),
-        };
+      return () => r && jobStatsOf(id, r);
     });
   }
 
   statsTube(name: string): Promise<TubeStats | undefined> {
     return this.#op(async (tx) => {
       const [row] = await tx.query(this.#q.statsTube, [name]);
-      return () => this.#tubeStats(name, row);
+      return () => this.#stats(name, row);
     });
   }
 
@@ -402,7 +338,7 @@ export class PgEngine implements Engine {
       return () => {
         const out: TubeSnapshot[] = [];
         names.forEach((n, i) => {
-          const s = this.#tubeStats(n, rows[i]![0]);
+          const s = this.#stats(n, rows[i]![0]);
           if (!s) return;
           const left = Math.max(0, Number(rows[i]![0]?.pause_left_ms ?? 0));
           out.push({ ...s, paused: left > 0, pauseLeftMs: left, oldestReadyMs: 0 });
@@ -421,25 +357,9 @@ export class PgEngine implements Engine {
       const t = counted![0];
       const rows = listed!;
       return () => {
-        const s = this.#tubeStats(tube, t);
+        const s = this.#stats(tube, t);
         if (!s) return undefined;
-        const jobs = rows.map((r) => {
-          const body = r.body as Uint8Array;
-          return {
-            id: Number(r.id),
-            pri: Number(r.pri),
-            ageMs: Number(r.age_ms),
-            delayMs: Number(r.delay_ms),
-            ttrMs: Number(r.ttr_ms),
-            timeLeftMs: state === "delayed" ? Number(r.left_ms) : 0,
-            reserves: Number(r.reserves),
-            timeouts: Number(r.timeouts),
-            releases: Number(r.releases),
-            buries: Number(r.buries),
-            kicks: Number(r.kicks),
-            body: body.subarray(0, body.length - 2),
-          };
-        });
+        const jobs = rows.map((r) => jobSnapshotOf(r, state));
         return { tube, state, total: s[state], jobs };
       };
     });
@@ -565,8 +485,8 @@ export class PgEngine implements Engine {
     const ops: Op[] = [this.#sweepOp()];
     if (this.#leaseDue) ops.push(this.#leaseOp());
     if (this.#drops.size > 0) ops.push(this.#dropOp([...this.#drops]));
-    if (this.#puts.length > 0) ops.push(this.#putOp(this.#puts));
-    if (this.#deletes.length > 0) ops.push(this.#deleteOp(this.#deletes));
+    if (this.#puts.length > 0) ops.push(putOp(this.#q, this.node, this.#puts));
+    if (this.#deletes.length > 0) ops.push(deleteOp(this.#q, this.node, this.#deletes));
     ops.push(...this.#ops);
     const serveAll = this.#serveAll;
     const serveTubes = this.#serveTubes;
@@ -591,98 +511,22 @@ export class PgEngine implements Engine {
   }
 
   #sweepOp(): Op {
-    return this.#internalOp(async (tx, turn) => {
+    return internalOp(async (tx, turn) => {
       for (const r of await tx.query(this.#q.sweep, [this.node])) turn.readied.add(r.tube as string);
     });
   }
 
   #leaseOp(): Op {
-    return this.#internalOp(async (tx, turn) => {
+    return internalOp(async (tx, turn) => {
       for (const r of await tx.query(this.#q.lease, [this.node, this.#leaseMs])) turn.readied.add(r.tube as string);
     });
   }
 
   #dropOp(names: string[]): Op {
-    return this.#internalOp(async (tx) => {
+    return internalOp(async (tx) => {
       const gone = names.filter((n) => this.#tubes.get(n) === undefined);
       if (gone.length > 0) await tx.query(this.#q.dropTubes, [gone]);
     });
-  }
-
-  #internalOp(run: (tx: Sql, turn: TurnState) => Promise<void>): Op {
-    return {
-      run: async (tx, turn) => {
-        await run(tx, turn);
-        return () => undefined;
-      },
-      resolve: () => {},
-      reject: () => {}, // the plan's failed() reports it
-    };
-  }
-
-  /** Every put of the turn in one insert. */
-  #putOp(puts: PutReq[]): Op {
-    let size = 0;
-    for (const p of puts) size += p.body.length;
-    const bodies = new Uint8Array(size);
-    const offsets: number[] = [];
-    const lengths: number[] = [];
-    let at = 0;
-    for (const p of puts) {
-      bodies.set(p.body, at);
-      offsets.push(at + 1); // substring() counts from 1
-      lengths.push(p.body.length);
-      at += p.body.length;
-    }
-    const params = [
-      this.node,
-      puts.map((p) => p.id),
-      puts.map((p) => p.tube),
-      puts.map((p) => p.pri),
-      puts.map((p) => p.delayMs),
-      puts.map((p) => p.ttrMs),
-      bodies,
-      offsets,
-      lengths,
-    ];
-    return {
-      run: async (tx, turn) => {
-        await tx.query(this.#q.put, params);
-        for (const p of puts) {
-          if (p.delayMs > 0) turn.due = true;
-          else turn.readied.add(p.tube);
-        }
-        return () => undefined;
-      },
-      resolve: () => {
-        for (const p of puts) p.resolve({ id: p.id });
-      },
-      reject: (e) => {
-        for (const p of puts) p.reject(e);
-      },
-    };
-  }
-
-  /** Every delete of the turn in one statement. */
-  #deleteOp(dels: DeleteReq[]): Op {
-    const params = [this.node, dels.map((d) => d.id), dels.map((d) => d.conn)];
-    let done = new Set<string>();
-    return {
-      run: async (tx, turn) => {
-        done = new Set();
-        for (const r of await tx.query(this.#q.delete, params)) {
-          if (r.k === "d") done.add(`${r.id} ${r.conn}`);
-          else turn.emptied.add(r.tube as string);
-        }
-        return () => undefined;
-      },
-      resolve: () => {
-        for (const d of dels) d.resolve(done.delete(`${d.id} ${d.conn}`) ? "DELETED" : "NOT_FOUND");
-      },
-      reject: (e) => {
-        for (const d of dels) d.reject(e);
-      },
-    };
   }
 
   /**
@@ -715,9 +559,9 @@ export class PgEngine implements Engine {
         if (!c.isWaiting) return; // closed meanwhile: its disconnect releases the job
         if (c.cancelled) {
           c.cancelled = false;
-          this.#finish(c, "TIMED_OUT");
+          this.#waiters.finish(c, "TIMED_OUT");
         } else if (row && row.id !== null) {
-          this.#endWait(c);
+          this.#waiters.end(c);
           c.onWake(jobOut(row));
         }
       });
@@ -743,25 +587,9 @@ export class PgEngine implements Engine {
   #beginWait(c: PgClient, timeoutMs: number, soonMs: number, dueMs: number): void {
     const now = this.clock.now();
     if (now + dueMs < this.#dueAt) this.#dueAt = now + Math.max(0, dueMs);
-    c.waitNodes = c.watching.map((t) => t.addWaiter(c));
-    c.waitUntil = now + timeoutMs;
-    c.soonAt = now + soonMs - DEADLINE_SOON_MS;
-    c.wakeAt = Math.min(c.waitUntil, c.soonAt);
-    this.#waiters.add(c);
+    this.#waiters.begin(c, now, timeoutMs, soonMs);
     this.#newWaiter = true;
     this.#arm();
-  }
-
-  #endWait(c: PgClient): void {
-    for (const n of c.waitNodes!) n.tube.removeWaiter(n);
-    c.waitNodes = null;
-    c.wakeAt = c.waitUntil = c.soonAt = Infinity;
-    this.#waiters.delete(c);
-  }
-
-  #finish(c: PgClient, why: WaitEnd): void {
-    this.#endWait(c);
-    c.onWake(why);
   }
 
   // ---- the one timer ----------------------------------------------------------------
@@ -771,7 +599,7 @@ export class PgEngine implements Engine {
     if (this.#timerAt === -Infinity) return; // closed
     let at = this.#leaseAt;
     if (this.#waiters.size > 0 && this.#dueAt < at) at = this.#dueAt;
-    for (const c of this.#waiters) if (c.wakeAt < at) at = c.wakeAt;
+    at = Math.min(at, this.#waiters.nextWake());
     if (at === this.#timerAt) return;
     if (this.#timer !== undefined) this.clock.clearTimer(this.#timer);
     this.#timerAt = at;
@@ -782,10 +610,7 @@ export class PgEngine implements Engine {
     this.#timer = undefined;
     this.#timerAt = Infinity;
     const now = this.clock.now();
-    for (const c of this.#waiters) {
-      if (c.wakeAt > now || c.claiming) continue;
-      this.#finish(c, c.soonAt <= now ? "DEADLINE_SOON" : "TIMED_OUT");
-    }
+    this.#waiters.expire(now);
     if (this.#dueAt <= now) {
       this.#dueAt = Infinity;
       if (this.#waiters.size > 0) {
@@ -801,21 +626,7 @@ export class PgEngine implements Engine {
     this.#arm();
   }
 
-  // ---- ids and tubes ------------------------------------------------------------------
-
-  #fetchIds(): void {
-    this.#fetchingIds = true;
-    this.#sql.query(this.#q.idBlock).then(
-      ([row]) => {
-        this.#fetchingIds = false;
-        this.#spareBlock = Number(row!.id);
-      },
-      (e) => {
-        this.#fetchingIds = false;
-        this.#error(`pg: could not take a block of job ids: ${message(e)}`);
-      },
-    );
-  }
+  // ---- tubes ------------------------------------------------------------------
 
   /** After a use or an ignore: if that left t unreferenced here, it is gone here; forget it there too if it has no jobs. */
   #dropped(t: Tube): void {
@@ -836,6 +647,11 @@ export class PgEngine implements Engine {
     return this.#tubes.all().map((t) => t.name);
   }
 
+  /** stats-tube from the tube's row and this node's references; undefined when neither has it. */
+  #stats(name: string, row: Row | undefined): TubeStats | undefined {
+    return tubeStatsOf(name, row, this.#tubes.get(name));
+  }
+
   /** The database's tubes in its order, then the tubes only this node refers to, in its order. */
   #mergeNames(rows: Row[]): string[] {
     const names = rows.map((r) => r.name as string);
@@ -843,46 +659,4 @@ export class PgEngine implements Engine {
     for (const t of this.#tubes.all()) if (!seen.has(t.name)) names.push(t.name);
     return names;
   }
-
-  /** stats-tube from the tube's row and this node's references; undefined when neither has it. */
-  #tubeStats(name: string, row: Row | undefined): TubeStats | undefined {
-    const here = this.#tubes.get(name);
-    if (!here && (!row || Number(row.jobs) === 0)) return undefined;
-    const n = (k: string) => (row ? Number(row[k]) : 0);
-    const left = Math.max(0, n("pause_left_ms"));
-    return {
-      name,
-      urgent: n("urgent"),
-      ready: n("ready"),
-      reserved: n("reserved"),
-      delayed: n("delayed"),
-      buried: n("buried"),
-      totalJobs: n("total_jobs"),
-      using: here?.using ?? 0,
-      watching: here?.watching ?? 0,
-      waiting: here?.waiting ?? 0,
-      cmdDelete: n("cmd_delete"),
-      cmdPauseTube: n("cmd_pause"),
-      pause: left > 0 ? Math.trunc(n("pause_ms") / 1000) : 0,
-      pauseTimeLeft: left > 0 ? Math.trunc(left / 1000) : 0,
-    };
-  }
-}
-
-function jobOut(row: Row): JobOut {
-  return { id: Number(row.id), body: row.body as Uint8Array };
-}
-
-function seconds(ms: unknown): number {
-  return Math.trunc(Number(ms) / 1000);
-}
-
-function watchesAny(c: Client, tubes: Set<string>): boolean {
-  if (tubes.size === 0) return false;
-  for (const t of c.watching) if (tubes.has(t.name)) return true;
-  return false;
-}
-
-function message(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }
