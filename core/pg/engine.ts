@@ -79,7 +79,12 @@ export class PgEngine implements Engine {
   readonly #runner: TurnRunner;
   readonly #error: (line: string) => void;
   readonly #leaseMs: number;
-  readonly #tubes = new Tubes();
+  /**
+   * Tubes this node knows to have jobs in the database: they stay in its list of tubes
+   * while unreferenced, as a tube with jobs does in 1.12 (the order list-tubes shows).
+   */
+  readonly #held = new Set<string>();
+  readonly #tubes = new Tubes((t) => this.#held.has(t.name));
   /** Waiting clients, first come first served. */
   readonly #waiters = new Waiters();
   readonly #readyToReserve = new Histogram(QUEUE_BOUNDS_MS);
@@ -301,7 +306,7 @@ export class PgEngine implements Engine {
 
   stats(): Promise<EngineStats> {
     return this.#op(async (tx) => {
-      const [stats, names] = await all([tx.query(this.#q.stats), tx.query(this.#q.tubeNames, [this.#localNames()])]);
+      const [stats, names] = await all([tx.query(this.#q.stats), tx.query(this.#q.tubeNames)]);
       const s = stats![0];
       return () => ({
         urgent: Number(s!.urgent),
@@ -309,7 +314,7 @@ export class PgEngine implements Engine {
         reserved: Number(s!.reserved),
         delayed: Number(s!.delayed),
         buried: Number(s!.buried),
-        tubes: this.#mergeNames(names!).length,
+        tubes: this.#syncTubes(names!).length,
         waiting: this.#waiters.size,
         totalJobs: Number(s!.total_jobs),
         jobTimeouts: Number(s!.job_timeouts),
@@ -327,8 +332,8 @@ export class PgEngine implements Engine {
 
   tubeNames(): Promise<string[]> {
     return this.#op(async (tx) => {
-      const rows = await tx.query(this.#q.tubeNames, [this.#localNames()]);
-      return () => this.#mergeNames(rows);
+      const rows = await tx.query(this.#q.tubeNames);
+      return () => this.#syncTubes(rows);
     });
   }
 
@@ -537,7 +542,7 @@ export class PgEngine implements Engine {
   async #end(tx: Sql, turn: TurnState, serveAll: boolean, serveTubes: Set<string>): Promise<() => void> {
     const q = this.#q;
     const work: Promise<unknown>[] = [];
-    const emptied = [...turn.emptied].filter((n) => this.#tubes.get(n) === undefined);
+    const emptied = [...turn.emptied].filter((n) => !this.#referenced(n));
     if (emptied.length > 0) work.push(tx.query(q.dropTubes, [emptied]));
     if (turn.readied.size > 0 || turn.due) work.push(tx.query(q.notify, [this.channel, this.#payload(turn)]));
     const claims: [PgClient, Promise<Row[]>][] = [];
@@ -552,6 +557,7 @@ export class PgEngine implements Engine {
     const dueRows = due ? await due : undefined;
     const claimed = await all(claims.map(([, p]) => p));
     return () => {
+      this.#jobsMoved(turn);
       const now = this.clock.now();
       claims.forEach(([c], i) => {
         c.claiming = false;
@@ -643,20 +649,50 @@ export class PgEngine implements Engine {
     }
   }
 
-  #localNames(): string[] {
+  /** Some connection of this node uses or watches it (or it is "default"). */
+  #referenced(name: string): boolean {
+    const t = this.#tubes.get(name);
+    return t !== undefined && (t === this.#tubes.default || t.using > 0 || t.watching > 0);
+  }
+
+  /** After COMMIT: tubes that got jobs are held in this node's list, tubes left without any let go. */
+  #jobsMoved(turn: TurnState): void {
+    for (const n of turn.filled) {
+      this.#held.add(n);
+      this.#tubes.obtain(n);
+    }
+    for (const n of turn.emptied) this.#letGo(n);
+  }
+
+  /** `name` has no jobs now: unless referenced here, it goes (with `forget`, its row too: its pause and counters). */
+  #letGo(name: string, forget = false): void {
+    this.#held.delete(name);
+    const t = this.#tubes.get(name);
+    if (t && this.#tubes.dropIfUnused(t) && forget) {
+      this.#drops.add(name);
+      this.#runner.kick();
+    }
+  }
+
+  /**
+   * This node's list of tubes, brought up to date with the tubes that have jobs in the
+   * database (`rows`, in their order: a tube that got jobs through another node is
+   * appended; one whose jobs went elsewhere is let go), in list-tubes order.
+   */
+  #syncTubes(rows: Row[]): string[] {
+    const withJobs = new Set(rows.map((r) => r.name as string));
+    for (const n of this.#held) if (!withJobs.has(n)) this.#letGo(n, true);
+    for (const n of withJobs) {
+      if (!this.#held.has(n)) {
+        this.#held.add(n);
+        this.#tubes.obtain(n);
+      }
+    }
     return this.#tubes.all().map((t) => t.name);
   }
 
   /** stats-tube from the tube's row and this node's references; undefined when neither has it. */
   #stats(name: string, row: Row | undefined): TubeStats | undefined {
     return tubeStatsOf(name, row, this.#tubes.get(name));
-  }
-
-  /** The database's tubes in its order, then the tubes only this node refers to, in its order. */
-  #mergeNames(rows: Row[]): string[] {
-    const names = rows.map((r) => r.name as string);
-    const seen = new Set(names);
-    for (const t of this.#tubes.all()) if (!seen.has(t.name)) names.push(t.name);
-    return names;
   }
 }

@@ -48,7 +48,7 @@ export function statements(S: string) {
       select tube from p union all select tube from t`,
 
     /** Renew this node's lease ($1 node, $2 ms) and release the reservations of nodes whose lease lapsed. */
-    lease: `with l as (update ${S}.nodes set lease_until = now() + $2 * ${MS} where id = $1),
+    lease: `with l as (update ${S}.nodes set lease_until = now() + $2::int8 * ${MS} where id = $1),
       r as (update ${S}.jobs j set ${UNRESERVE} from (
           select id from ${S}.jobs where state = ${RESERVED} and node in (
             select id from ${S}.nodes where lease_until < now() and id <> $1) for update skip locked) d
@@ -56,7 +56,7 @@ export function statements(S: string) {
       select tube from r`,
 
     /** A new node life with its lease ($1 ms); its id. */
-    register: `insert into ${S}.nodes (lease_until) values (now() + $1 * ${MS}) returning id::float8 as id`,
+    register: `insert into ${S}.nodes (lease_until) values (now() + $1::int8 * ${MS}) returning id::float8 as id`,
     /** This node stops: its lease ends now, so any node may release what it still holds. */
     retire: `update ${S}.nodes set lease_until = now() - interval '1 second' where id = $1`,
     /** A block of ID_BLOCK ids starts here. */
@@ -111,12 +111,12 @@ export function statements(S: string) {
         reserves = j.reserves + 1, buried_seq = null
       where j.id = $3 and j.state <> ${RESERVED} returning ${OUT}`,
     /** release $3 (held by $1/$2) with pri $4 and delay $5 s. */
-    release: `update ${S}.jobs j set state = case when $5 > 0 then ${DELAYED} else ${READY} end, pri = $4,
-        delay_ms = $5 * 1000, ready_at = now() + $5 * 1000 * ${MS}, releases = j.releases + 1,
+    release: `update ${S}.jobs j set state = case when $5::int8 > 0 then ${DELAYED} else ${READY} end, pri = $4::int8,
+        delay_ms = $5::int8 * 1000, ready_at = now() + $5::int8 * 1000 * ${MS}, releases = j.releases + 1,
         node = null, conn = null, deadline = null
       where j.id = $3 and j.state = ${RESERVED} and j.node = $1 and j.conn = $2 returning j.tube`,
     /** bury $3 (held by $1/$2) with pri $4: last in its tube's buried FIFO. */
-    bury: `update ${S}.jobs j set state = ${BURIED}, pri = $4, buries = j.buries + 1,
+    bury: `update ${S}.jobs j set state = ${BURIED}, pri = $4::int8, buries = j.buries + 1,
         buried_seq = nextval('${S}.bury_seq'), node = null, conn = null, deadline = null
       where j.id = $3 and j.state = ${RESERVED} and j.node = $1 and j.conn = $2 returning j.id`,
     /** touch $3 (held by $1/$2): a fresh full TTR. */
@@ -126,7 +126,7 @@ export function statements(S: string) {
     kick: `with b as (select exists (select 1 from ${S}.jobs where state = ${BURIED} and tube = $1) as buried),
       k as (select id from ${S}.jobs, b
         where tube = $1 and state = case when b.buried then ${BURIED} else ${DELAYED} end
-        order by case when b.buried then buried_seq end, ready_at, id limit $2 for update skip locked)
+        order by case when b.buried then buried_seq end, ready_at, id limit $2::int8 for update skip locked)
       update ${S}.jobs j set state = ${READY}, kicks = j.kicks + 1, ready_at = now(), buried_seq = null
       from k where j.id = k.id returning j.id`,
     /** kick-job $1: a buried or delayed job in any tube. */
@@ -166,8 +166,8 @@ export function statements(S: string) {
         (select coalesce(sum(total_jobs), 0)::float8 from ${S}.nodes) as total_jobs,
         (select coalesce(sum(job_timeouts), 0)::float8 from ${S}.nodes) as job_timeouts
       from ${S}.jobs`,
-    /** Tubes with jobs, or referenced here ($1), in list-tubes order. */
-    tubeNames: `select name from ${S}.tubes where jobs > 0 or name = any($1::text[]) order by seq`,
+    /** Tubes with jobs, in the order they were created. */
+    tubeNames: `select name from ${S}.tubes where jobs > 0 order by seq`,
     /** Does tube $1 have jobs? */
     tubeHasJobs: `select 1 from ${S}.tubes where name = $1 and jobs > 0`,
     /**
@@ -175,8 +175,8 @@ export function statements(S: string) {
      * row when there is no such tube.
      */
     pause: `insert into ${S}.tubes as x (name, cmd_pause, pause_ms, pause_until)
-        select $1, 1, $2 * 1000, case when $2 > 0 then now() + $2 * 1000 * ${MS} end
-        where $3 or exists (select 1 from ${S}.tubes where name = $1 and jobs > 0)
+        select $1::text, 1, $2::int8 * 1000, case when $2::int8 > 0 then now() + $2::int8 * 1000 * ${MS} end
+        where $3::boolean or exists (select 1 from ${S}.tubes where name = $1 and jobs > 0)
       on conflict (name) do update set cmd_pause = x.cmd_pause + 1, pause_ms = excluded.pause_ms,
         pause_until = excluded.pause_until
       returning 1`,
@@ -191,7 +191,7 @@ export function statements(S: string) {
         greatest(0, ${msUntil("ready_at")}) as left_ms, body
       from ${S}.jobs where tube = $1 and state = $2
       order by case when $2 = ${READY} then pri end, case when $2 = ${BURIED} then buried_seq end, ready_at, id
-      limit $3`,
+      limit $3::int8`,
   };
 }
 

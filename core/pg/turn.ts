@@ -11,6 +11,8 @@ import { retryable, type Sql, type SqlClient } from "./sql.ts";
 export class TurnState {
   /** Tubes where jobs became ready (put, release, kick, a delay or TTR ending, ...). */
   readonly readied = new Set<string>();
+  /** Tubes that got jobs (puts). */
+  readonly filled = new Set<string>();
   /** Tubes left without jobs. */
   readonly emptied = new Set<string>();
   /** Something will fall due later (a delayed job, a pause): other nodes' timers may need to know. */
