@@ -118,22 +118,36 @@ export async function startPostgres(): Promise<Postgres> {
 }
 
 let shared: Promise<Postgres> | undefined;
+let users = 0;
 
 /**
- * One cluster per test file, shared by its tests (each uses its own --pg-schema); the
- * file stops it with stopSharedPostgres() in an after() hook (neither test runner
- * emits the process's "exit" event reliably).
+ * The cluster of this test process, started by the first user and stopped when the
+ * last one lets go (each user uses its own --pg-schema): servers started one after the
+ * other, or several at once, share one cluster, and nothing is left running however
+ * the test file ends its hooks.
  */
-export function sharedPostgres(): Promise<Postgres> {
+export async function acquirePostgres(): Promise<{ pg: Postgres; release: () => void }> {
+  users++;
   shared ??= startPostgres();
-  return shared;
-}
-
-/** Stop the shared cluster, if one was started. */
-export async function stopSharedPostgres(): Promise<void> {
-  const pg = shared;
-  shared = undefined;
-  if (pg) (await pg.catch(() => undefined))?.stop();
+  let pg: Postgres;
+  try {
+    pg = await shared;
+  } catch (e) {
+    if (--users === 0) shared = undefined;
+    throw e;
+  }
+  let released = false;
+  return {
+    pg,
+    release: () => {
+      if (released) return;
+      released = true;
+      if (--users === 0) {
+        shared = undefined;
+        pg.stop();
+      }
+    },
+  };
 }
 
 let schemas = 0;

@@ -237,16 +237,24 @@ export const tubewayTargets: Target[] = [
 
 /**
  * tubeway over PostgreSQL (--pg, one node): `argv` runs server.ts; the cluster is this
- * test process's throwaway one (harness/postgres.ts), each start a schema of its own.
+ * test process's throwaway one (harness/postgres.ts: running while a server uses it),
+ * each start a schema of its own.
  */
 function pgServer(name: string, argv: () => readonly string[], runtime: () => string | undefined): Target {
   return {
     name,
     unavailable: () => runtime() ?? pgMissing(),
     async start(flags = []) {
-      const { sharedPostgres, uniqueSchema } = await import("./postgres.ts");
-      const pg = await sharedPostgres();
-      return startProcess([...argv()], ["--pg", pg.url, "--pg-schema", uniqueSchema("wire"), ...flags]);
+      const { acquirePostgres, uniqueSchema } = await import("./postgres.ts");
+      const { pg, release } = await acquirePostgres();
+      let r: Running;
+      try {
+        r = await startProcess([...argv()], ["--pg", pg.url, "--pg-schema", uniqueSchema("wire"), ...flags]);
+      } catch (e) {
+        release();
+        throw e;
+      }
+      return { ...r, stop: () => r.stop().finally(release) };
     },
   };
 }

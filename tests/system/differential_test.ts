@@ -24,7 +24,6 @@ import {
   type Running,
   type Target,
 } from "../harness/targets.ts";
-import { stopSharedPostgres } from "../harness/postgres.ts";
 import { dial, type Wire } from "../harness/wire.ts";
 import { scalar } from "../../protocol/yaml.ts";
 import {
@@ -425,7 +424,6 @@ describe(`differential: beanstalkd 1.12 vs ${SUBJECT.name}`, { skip }, () => {
 
   after(async () => {
     await Promise.allSettled(results);
-    await stopSharedPostgres();
   });
 
   it("sessions are well formed", () => {

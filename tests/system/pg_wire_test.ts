@@ -3,12 +3,7 @@
 //
 // Run: node_modules/.bin/deno test -A tests/system/pg_wire_test.ts
 //      node_modules/.bin/bun test --timeout 120000 tests/system/pg_wire_test.ts
-import { after, describe } from "node:test";
 import { bunPgServer, denoPgServer } from "../harness/targets.ts";
-import { stopSharedPostgres } from "../harness/postgres.ts";
 import { wireSuite } from "./wire_suite.ts";
 
-describe("one node over PostgreSQL", () => {
-  after(stopSharedPostgres);
-  for (const target of [denoPgServer, bunPgServer]) wireSuite(target);
-});
+for (const target of [denoPgServer, bunPgServer]) wireSuite(target);
