@@ -38,18 +38,24 @@ function migrations(S: string): string[][] {
         lease_until timestamptz not null,
         total_jobs bigint not null default 0,
         job_timeouts bigint not null default 0)`,
-      // A tube that has jobs, is paused or counted; jobs counts its rows in jobs (so that
-      // list-tubes and "does it exist" read one row). seq gives list-tubes its order.
-      `create table ${S}.tubes (
-        name text primary key,
+      // A tube's job count and counters, one row per (tube, node): a node only ever
+      // updates its own rows, so nodes putting to and deleting from the same tube never
+      // wait for each other's commits on a shared counter. A tube's figures are the sums
+      // (a node's jobs may be negative: it deleted jobs others put). seq: list order.
+      `create table ${S}.tube_counts (
+        tube text not null,
+        node bigint not null,
         seq bigint not null default nextval('${S}.tube_seq'),
         jobs bigint not null default 0,
         total_jobs bigint not null default 0,
         cmd_delete bigint not null default 0,
+        primary key (tube, node))`,
+      // Paused tubes (and pause-tube's count): rare writes, shared by every node.
+      `create table ${S}.tubes (
+        name text primary key,
         cmd_pause bigint not null default 0,
         pause_ms bigint not null default 0,
         pause_until timestamptz)`,
-      `insert into ${S}.tubes (name, seq) values ('default', 0)`,
       // Times are the database's (now()): ready_at is when a delayed job becomes ready,
       // or when a ready one did; deadline is a reservation's TTR end.
       `create table ${S}.jobs (

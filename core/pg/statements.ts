@@ -68,9 +68,9 @@ export function statements(S: string) {
      * is not something every driver sends).
      */
     put: `with t as (
-        insert into ${S}.tubes as x (name, jobs, total_jobs)
-          select tube, count(*), count(*) from unnest($3::text[]) as u(tube) group by tube order by tube
-        on conflict (name) do update set jobs = x.jobs + excluded.jobs, total_jobs = x.total_jobs + excluded.total_jobs),
+        insert into ${S}.tube_counts as x (tube, node, jobs, total_jobs)
+          select tube, $1, count(*), count(*) from unnest($3::text[]) as u(tube) group by tube order by tube
+        on conflict (tube, node) do update set jobs = x.jobs + excluded.jobs, total_jobs = x.total_jobs + excluded.total_jobs),
       n as (update ${S}.nodes set total_jobs = total_jobs + cardinality($2::int8[]) where id = $1)
       insert into ${S}.jobs (id, tube, state, pri, delay_ms, ttr_ms, created_at, ready_at, body)
         select id, tube, case when d > 0 then ${DELAYED} else ${READY} end, pri, d, ttr, now(), now() + d * ${MS},
@@ -88,10 +88,13 @@ export function statements(S: string) {
         where j.id = u.id and (j.state <> ${RESERVED} or (j.node = $1 and j.conn = u.conn))
         returning j.id, j.tube, u.conn),
       c as (select tube, count(*) as n from d group by tube),
-      t as (update ${S}.tubes x set jobs = x.jobs - c.n, cmd_delete = x.cmd_delete + c.n
-        from c where x.name = c.tube returning x.name, x.jobs)
+      t as (insert into ${S}.tube_counts as x (tube, node, jobs, cmd_delete)
+          select tube, $1, -n, n from c order by tube
+        on conflict (tube, node) do update set jobs = x.jobs + excluded.jobs, cmd_delete = x.cmd_delete + excluded.cmd_delete
+        returning x.tube, x.jobs)
       select 'd' as k, id::float8 as id, conn::float8 as conn, tube from d
-      union all select 't', null, null, name from t where jobs = 0`,
+      union all select 't', null, null, t.tube from t
+        where t.jobs + (select coalesce(sum(o.jobs), 0) from ${S}.tube_counts o where o.tube = t.tube and o.node <> $1) <= 0`,
 
     /**
      * reserve: the best (pri, id) ready job of the watched tubes $3 not paused, for node
@@ -146,16 +149,19 @@ export function statements(S: string) {
         reserves, timeouts, releases, buries, kicks, -${msUntil("created_at")} as age_ms,
         ${msUntil(`case when state = ${RESERVED} then deadline when state = ${DELAYED} then ready_at end`)} as left_ms
       from ${S}.jobs where id = $1`,
-    /** Per-state counts of tube $1 and its row; no row when it has none. */
-    statsTube: `select x.jobs::float8 as jobs, x.total_jobs::float8 as total_jobs, x.cmd_delete::float8 as cmd_delete,
-        x.cmd_pause::float8 as cmd_pause, x.pause_ms::float8 as pause_ms,
-        coalesce(${msUntil("x.pause_until")}, 0) as pause_left_ms,
+    /** Per-state counts of tube $1, its counters and its pause (zeros for a tube the database does not know). */
+    statsTube: `select
+        (select coalesce(sum(jobs), 0)::float8 from ${S}.tube_counts where tube = $1) as jobs,
+        (select coalesce(sum(total_jobs), 0)::float8 from ${S}.tube_counts where tube = $1) as total_jobs,
+        (select coalesce(sum(cmd_delete), 0)::float8 from ${S}.tube_counts where tube = $1) as cmd_delete,
+        coalesce(p.cmd_pause, 0)::float8 as cmd_pause, coalesce(p.pause_ms, 0)::float8 as pause_ms,
+        coalesce(${msUntil("p.pause_until")}, 0) as pause_left_ms,
         (select count(*)::float8 from ${S}.jobs where state = ${READY} and tube = $1 and pri < 1024) as urgent,
         (select count(*)::float8 from ${S}.jobs where state = ${READY} and tube = $1) as ready,
         (select count(*)::float8 from ${S}.jobs where state = ${RESERVED} and tube = $1) as reserved,
         (select count(*)::float8 from ${S}.jobs where state = ${DELAYED} and tube = $1) as delayed,
         (select count(*)::float8 from ${S}.jobs where state = ${BURIED} and tube = $1) as buried
-      from ${S}.tubes x where x.name = $1`,
+      from (select 1) as one left join ${S}.tubes p on p.name = $1`,
     /** The cluster's job gauges and counters; and the tubes list-tubes shows ($1: this node's referenced tubes). */
     stats: `select
         count(*) filter (where state = ${READY} and pri < 1024)::float8 as urgent,
@@ -166,22 +172,33 @@ export function statements(S: string) {
         (select coalesce(sum(total_jobs), 0)::float8 from ${S}.nodes) as total_jobs,
         (select coalesce(sum(job_timeouts), 0)::float8 from ${S}.nodes) as job_timeouts
       from ${S}.jobs`,
-    /** Tubes with jobs, in the order they were created. */
-    tubeNames: `select name from ${S}.tubes where jobs > 0 order by seq`,
-    /** Does tube $1 have jobs? */
-    tubeHasJobs: `select 1 from ${S}.tubes where name = $1 and jobs > 0`,
+    /** Tubes with jobs, in the order they were first counted. */
+    tubeNames: `select tube as name from ${S}.tube_counts group by tube having sum(jobs) > 0 order by min(seq)`,
     /**
      * pause-tube $1 for $2 s ($3: referenced here, so it exists even without jobs). No
      * row when there is no such tube.
      */
     pause: `insert into ${S}.tubes as x (name, cmd_pause, pause_ms, pause_until)
         select $1::text, 1, $2::int8 * 1000, case when $2::int8 > 0 then now() + $2::int8 * 1000 * ${MS} end
-        where $3::boolean or exists (select 1 from ${S}.tubes where name = $1 and jobs > 0)
+        where $3::boolean or (select coalesce(sum(jobs), 0) from ${S}.tube_counts where tube = $1) > 0
       on conflict (name) do update set cmd_pause = x.cmd_pause + 1, pause_ms = excluded.pause_ms,
         pause_until = excluded.pause_until
       returning 1`,
-    /** Forget tubes $1 that have no jobs (nothing here refers to them): their pause and counters go with them. */
-    dropTubes: `delete from ${S}.tubes where name = any($1::text[]) and jobs = 0 and name <> 'default'`,
+    /**
+     * Forget tubes $1 that have no jobs (nothing here refers to them): their pause and
+     * counters go with them. A count row goes when it is 0 (rechecked if another node is
+     * changing it right now) or when its node's lease lapsed, and only when no live node's
+     * row holds a count: the sums stay right whatever runs at the same time.
+     */
+    dropTubes: `with g as (
+        select name from unnest($1::text[]) as u(name)
+        where name <> 'default'
+          and (select coalesce(sum(jobs), 0) from ${S}.tube_counts where tube = u.name) = 0
+          and not exists (select 1 from ${S}.tube_counts c join ${S}.nodes n on n.id = c.node
+            where c.tube = u.name and c.jobs <> 0 and n.lease_until >= now())),
+      c as (delete from ${S}.tube_counts x using g where x.tube = g.name
+        and (x.jobs = 0 or x.node in (select id from ${S}.nodes where lease_until < now())))
+      delete from ${S}.tubes x using g where x.name = g.name`,
     /** Ms until the next delayed job is due, a TTR ends or a pause ends, anywhere; null when nothing is. */
     due: `select ${dueMs} as ms`,
     notify: "select pg_notify($1, $2)",
