@@ -30,7 +30,7 @@ import { IdBlocks } from "./ids.ts";
 import { type Statements, statements } from "./statements.ts";
 import { all, type Op, type Plan, TurnRunner, type TurnState } from "./turn.ts";
 import { DEADLINE_SOON_MS, PgClient, Waiters, watchesAny } from "./client.ts";
-import { deleteOp, type DeleteReq, internalOp, putOp, type PutReq } from "./merged.ts";
+import { claimAll, deleteOp, type DeleteReq, internalOp, putOp, type PutReq } from "./merged.ts";
 import { jobOut, jobSnapshotOf, jobStatsOf, LIST_STATES, message, tubeStatsOf } from "./views.ts";
 
 /** A NOTIFY payload is at most 8000 bytes; past this, "something is due" says enough. */
@@ -40,6 +40,14 @@ const MAX_TUBES_PAYLOAD = 7000;
  * to 2^64-1, more than int8 holds) is NOT_FOUND without asking.
  */
 const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+/** A reserve waiting for its turn's claims. */
+interface ReserveReq {
+  c: PgClient;
+  timeoutMs: number;
+  resolve(r: JobOut | WaitEnd | null): void;
+  reject(e: unknown): void;
+}
 
 export interface PgEngineOptions {
   sql: SqlClient;
@@ -91,6 +99,7 @@ export class PgEngine implements Engine {
   readonly #reserveToDelete = new Histogram(QUEUE_BOUNDS_MS);
 
   #puts: PutReq[] = [];
+  #reserves: ReserveReq[] = [];
   #deletes: DeleteReq[] = [];
   #ops: Op[] = [];
   #drops = new Set<string>();
@@ -183,21 +192,25 @@ export class PgEngine implements Engine {
 
   // ---- consuming ------------------------------------------------------------------
 
+  /** Claimed with every other reserve and waiting client of the turn, at its end (merged.ts claimAll). */
   reserve(client: Client, timeoutMs: number): Promise<JobOut | WaitEnd | null> {
     const c = client as PgClient;
     c.reserving = true;
-    const tubes = c.watchedTubes();
-    return this.#op(async (tx) => {
-      const [row] = await tx.query(this.#q.claim, [this.node, c.conn, tubes]);
-      return () => {
-        if (row!.id !== null) return jobOut(row!);
-        const soonMs = row!.soon_ms === null ? Infinity : Number(row!.soon_ms);
-        if (soonMs <= DEADLINE_SOON_MS) return "DEADLINE_SOON";
-        if (timeoutMs <= 0 || c.closed) return "TIMED_OUT";
-        this.#beginWait(c, timeoutMs, soonMs, row!.due_ms === null ? Infinity : Number(row!.due_ms));
-        return null;
-      };
+    return new Promise((resolve, reject) => {
+      this.#reserves.push({ c, timeoutMs, resolve, reject });
+      this.#runner.kick();
     });
+  }
+
+  /** After COMMIT: a reserve's answer from its claim's row. */
+  #answer(r: ReserveReq, row: Row): void {
+    const c = r.c;
+    if (row.id !== null) return r.resolve(jobOut(row));
+    const soonMs = row.soon_ms === null ? Infinity : Number(row.soon_ms);
+    if (soonMs <= DEADLINE_SOON_MS) return r.resolve("DEADLINE_SOON");
+    if (r.timeoutMs <= 0 || c.closed) return r.resolve("TIMED_OUT");
+    this.#beginWait(c, r.timeoutMs, soonMs, row.due_ms === null ? Infinity : Number(row.due_ms));
+    r.resolve(null);
   }
 
   cancelWait(client: Client): void {
@@ -485,7 +498,8 @@ export class PgEngine implements Engine {
   /** What gathered since the last turn, as one transaction's plan; undefined when there is nothing to do. */
   #plan(): Plan | undefined {
     const serve = this.#waiters.size > 0 && (this.#serveAll || this.#serveTubes.size > 0);
-    const work = this.#puts.length + this.#deletes.length + this.#ops.length + this.#drops.size;
+    const work = this.#puts.length + this.#deletes.length + this.#reserves.length + this.#ops.length +
+      this.#drops.size;
     if (work === 0 && !serve && !this.#leaseDue) return undefined;
     const ops: Op[] = [this.#sweepOp()];
     if (this.#leaseDue) ops.push(this.#leaseOp());
@@ -495,6 +509,8 @@ export class PgEngine implements Engine {
     ops.push(...this.#ops);
     const serveAll = this.#serveAll;
     const serveTubes = this.#serveTubes;
+    const reserves = this.#reserves;
+    this.#reserves = [];
     this.#puts = [];
     this.#deletes = [];
     this.#ops = [];
@@ -505,8 +521,9 @@ export class PgEngine implements Engine {
     this.#newWaiter = false;
     return {
       ops,
-      end: (tx, turn) => this.#end(tx, turn, serveAll, serveTubes),
+      end: (tx, turn) => this.#end(tx, turn, serveAll, serveTubes, reserves),
       failed: (e) => {
+        for (const r of reserves) r.reject(e);
         this.#error(`pg: transaction failed: ${message(e)}`);
         for (const c of this.#waiters) c.claiming = false;
         if (serveAll || serveTubes.size > 0) this.#serveAll = true;
@@ -539,30 +556,40 @@ export class PgEngine implements Engine {
    * what became ready, claim jobs for the clients waiting here, learn when the next thing
    * falls due. After COMMIT: hand the claimed jobs over.
    */
-  async #end(tx: Sql, turn: TurnState, serveAll: boolean, serveTubes: Set<string>): Promise<() => void> {
+  async #end(
+    tx: Sql,
+    turn: TurnState,
+    serveAll: boolean,
+    serveTubes: Set<string>,
+    reserves: ReserveReq[],
+  ): Promise<() => void> {
     const q = this.#q;
     const work: Promise<unknown>[] = [];
     const emptied = [...turn.emptied].filter((n) => !this.#referenced(n));
     if (emptied.length > 0) work.push(tx.query(q.dropTubes, [emptied]));
     if (turn.readied.size > 0 || turn.due) work.push(tx.query(q.notify, [this.channel, this.#payload(turn)]));
-    const claims: [PgClient, Promise<Row[]>][] = [];
+    // Clients already waiting first (first come, first served), then this turn's reserves.
+    const served: PgClient[] = [];
     for (const c of this.#waiters) {
       if (serveAll || watchesAny(c, turn.readied) || watchesAny(c, serveTubes)) {
         c.claiming = true;
-        claims.push([c, tx.query(q.claim, [this.node, c.conn, c.watchedTubes()])]);
+        served.push(c);
       }
     }
+    const claims = claimAll(tx, q, this.node, [...served, ...reserves.map((r) => r.c)]);
     const due = this.#waiters.size > 0 ? tx.query(q.due) : undefined;
-    await all([...work, ...claims.map(([, p]) => p), ...(due ? [due] : [])]);
-    const dueRows = due ? await due : undefined;
-    const claimed = await all(claims.map(([, p]) => p));
+    const [, claimed, dueRows] = await all<unknown>([all(work), claims, due ?? Promise.resolve(undefined)]) as [
+      unknown,
+      Map<PgClient, Row>,
+      Row[] | undefined,
+    ];
     return () => {
       this.#jobsMoved(turn);
       const now = this.clock.now();
-      claims.forEach(([c], i) => {
+      for (const c of served) {
         c.claiming = false;
-        const row = claimed[i]![0];
-        if (!c.isWaiting) return; // closed meanwhile: its disconnect releases the job
+        const row = claimed.get(c);
+        if (!c.isWaiting) continue; // closed meanwhile: its disconnect releases the job
         if (c.cancelled) {
           c.cancelled = false;
           this.#waiters.finish(c, "TIMED_OUT");
@@ -570,12 +597,13 @@ export class PgEngine implements Engine {
           this.#waiters.end(c);
           c.onWake(jobOut(row));
         }
-      });
+      }
+      for (const r of reserves) this.#answer(r, claimed.get(r.c)!);
       // The claims of clients that began to wait in this turn may have seen a due time too.
       const ms = dueRows?.[0]?.ms;
       if (dueRows) this.#dueAt = Math.min(this.#dueAt, ms === null ? Infinity : now + Math.max(0, Number(ms)));
-      // A client that began waiting in this turn missed its claims: serve everyone again.
-      if (this.#newWaiter && (turn.readied.size > 0 || this.#heard)) this.#serveAll = true;
+      // A client that began waiting in this turn may have missed what another node told meanwhile.
+      if (this.#newWaiter && this.#heard) this.#serveAll = true;
       this.#heard = false;
       if (this.#serveAll) this.#runner.kick();
       this.#arm();

@@ -1,11 +1,12 @@
 // The commands a turn runs as ONE statement for all connections: every put of the turn
 // in one multi-row insert (the bodies as one bytea, sliced by offset: a bytea[]
-// parameter is not something every driver sends), every delete in one delete. Each
-// is an Op of turn.ts that answers all its commands after COMMIT.
+// parameter is not something every driver sends), every delete in one delete, and the
+// claims of every reserve and waiting client in one statement per watch set.
 import type { PutResult, Refusal } from "../engine.ts";
-import type { Sql } from "./sql.ts";
+import type { Row, Sql } from "./sql.ts";
 import type { Statements } from "./statements.ts";
-import type { Op, TurnState } from "./turn.ts";
+import { all, type Op, type TurnState } from "./turn.ts";
+import type { PgClient } from "./client.ts";
 
 /** A put waiting for its turn. */
 export interface PutReq {
@@ -102,4 +103,27 @@ export function deleteOp(q: Statements, node: number, dels: DeleteReq[]): Op {
       for (const d of dels) d.reject(e);
     },
   };
+}
+
+/**
+ * Claim a job for each of `clients` (first come first served): one statement for all
+ * those watching the same tubes. Rows by client: its job or nulls, soon_ms, due_ms.
+ */
+export async function claimAll(tx: Sql, q: Statements, node: number, clients: PgClient[]): Promise<Map<PgClient, Row>> {
+  const groups = new Map<string, PgClient[]>();
+  for (const c of clients) {
+    const key = c.watchedTubes().sort().join(" "); // a tube name has no space
+    const g = groups.get(key);
+    if (g) g.push(c);
+    else groups.set(key, [c]);
+  }
+  const results = await all(
+    [...groups.values()].map((g) => tx.query(q.claims, [node, g.map((c) => c.conn), g[0]!.watchedTubes(), g.length])),
+  );
+  const out = new Map<PgClient, Row>();
+  [...groups.values()].forEach((g, i) => {
+    const byConn = new Map(results[i]!.map((r) => [Number(r.conn), r]));
+    for (const c of g) out.set(c, byConn.get(c.conn)!);
+  });
+  return out;
 }

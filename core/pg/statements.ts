@@ -18,21 +18,6 @@ export function statements(S: string) {
         (select min(ready_at) from ${S}.jobs where state = ${DELAYED}),
         (select min(deadline) from ${S}.jobs where state = ${RESERVED}),
         (select min(pause_until) from ${S}.tubes where pause_until > now()))`);
-  /**
-   * The best (pri, id) ready job among the watched tubes $3 that are not paused. Per
-   * tube, the head of its (tube, pri, id) index, locked (SKIP LOCKED: a row another
-   * transaction is claiming or deleting is passed over); then the best of those heads.
-   * One index probe per watched tube however long the queue: `tube = any($3) order by
-   * pri, id` would sort every ready job of the tubes. The heads not chosen stay locked
-   * until COMMIT, so a concurrent claim on another node may pass over them (docs/pg.md).
-   */
-  const best = `select h.id from (
-          select tube from unnest($3::text[]) as u(tube)
-          where not exists (select 1 from ${S}.tubes p where p.name = u.tube and p.pause_until > now())) as w
-        cross join lateral (
-          select id, pri from ${S}.jobs where state = ${READY} and tube = w.tube
-          order by pri, id limit 1 for update skip locked) as h
-        order by h.pri, h.id limit 1`;
   return {
     /** Delayed jobs whose time has come, and reservations whose TTR ended, back to ready; $1 node. */
     sweep: `with p as (
@@ -97,18 +82,31 @@ export function statements(S: string) {
         where t.jobs + (select coalesce(sum(o.jobs), 0) from ${S}.tube_counts o where o.tube = t.tube and o.node <> $1) <= 0`,
 
     /**
-     * reserve: the best (pri, id) ready job of the watched tubes $3 not paused, for node
-     * $1 connection $2; with soon_ms, the time to this connection's nearest TTR end
-     * before this claim (DEADLINE_SOON), and due_ms (see due) for a client that will wait.
+     * reserve, for the connections $2 of node $1 (first come first served) that watch
+     * the same tubes $3 ($4 of them): the best (pri, id) ready jobs of those tubes that
+     * are not paused, the first to the first connection. Per tube, the head of its
+     * (tube, pri, id) index, LIMIT $4 FOR UPDATE SKIP LOCKED (a row another transaction
+     * is claiming or deleting is passed over; no sort of the whole queue); then the best
+     * $4 of those heads. Heads not chosen stay locked until COMMIT, so a concurrent
+     * claim on another node may pass over them (docs/pg.md). One row per connection:
+     * its job (or nulls), soon_ms (to its nearest TTR end before this claim: DEADLINE_SOON)
+     * and due_ms (see due; for one that will wait).
      */
-    claim: `with c as (${best}),
-      u as (update ${S}.jobs j set state = ${RESERVED}, node = $1, conn = $2, deadline = now() + j.ttr_ms * ${MS},
-          reserves = j.reserves + 1
-        from c where j.id = c.id returning ${OUT})
-      select u.id, u.body, (select ${msUntil("min(deadline)")} from ${S}.jobs
-          where state = ${RESERVED} and node = $1 and conn = $2) as soon_ms,
-        case when u.id is null then ${dueMs} end as due_ms
-      from (select 1) as one left join u on true`,
+    claims: `with w as (
+        select tube from unnest($3::text[]) as u(tube)
+        where not exists (select 1 from ${S}.tubes p where p.name = u.tube and p.pause_until > now())),
+      h as (select x.id, x.pri from w cross join lateral (
+          select id, pri from ${S}.jobs where state = ${READY} and tube = w.tube
+          order by pri, id limit $4::int8 for update skip locked) as x),
+      c as (select id, row_number() over (order by pri, id) as rn
+        from (select id, pri from h order by pri, id limit $4::int8) as b),
+      u as (update ${S}.jobs j set state = ${RESERVED}, node = $1, conn = ($2::int8[])[c.rn::int4],
+          deadline = now() + j.ttr_ms * ${MS}, reserves = j.reserves + 1
+        from c where j.id = c.id returning j.id, j.body, j.conn),
+      s as (select conn, ${msUntil("min(deadline)")} as soon_ms from ${S}.jobs
+        where state = ${RESERVED} and node = $1 and conn = any($2::int8[]) group by conn)
+      select k.conn::float8 as conn, u.id::float8 as id, u.body, s.soon_ms, ${dueMs} as due_ms
+      from unnest($2::int8[]) as k(conn) left join u on u.conn = k.conn left join s on s.conn = k.conn`,
     /** reserve-job $3 for node $1 connection $2: any job not reserved, in any tube. */
     reserveJob: `update ${S}.jobs j set state = ${RESERVED}, node = $1, conn = $2, deadline = now() + j.ttr_ms * ${MS},
         reserves = j.reserves + 1, buried_seq = null
