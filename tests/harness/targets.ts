@@ -240,7 +240,11 @@ export const tubewayTargets: Target[] = [
  * test process's throwaway one (harness/postgres.ts: running while a server uses it),
  * each start a schema of its own.
  */
-function pgServer(name: string, argv: () => readonly string[], runtime: () => string | undefined): Target {
+function pgServer(
+  name: string,
+  argv: () => readonly string[] | Promise<readonly string[]>,
+  runtime: () => string | undefined,
+): Target {
   return {
     name,
     unavailable: () => runtime() ?? pgMissing(),
@@ -249,7 +253,7 @@ function pgServer(name: string, argv: () => readonly string[], runtime: () => st
       const { pg, release } = await acquirePostgres();
       let r: Running;
       try {
-        r = await startProcess([...argv()], ["--pg", pg.url, "--pg-schema", uniqueSchema("wire"), ...flags]);
+        r = await startProcess([...(await argv())], ["--pg", pg.url, "--pg-schema", uniqueSchema("wire"), ...flags]);
       } catch (e) {
         release();
         throw e;
@@ -272,3 +276,10 @@ export const denoPgServer: Target = pgServer(
 
 /** tubeway on Bun over PostgreSQL. */
 export const bunPgServer: Target = pgServer("bun run server.ts --pg", () => BUN_SERVER, () => bunServer.unavailable());
+
+/** The compiled executable (bun build --compile) over PostgreSQL. */
+export const binaryPgServer: Target = pgServer(
+  "compiled binary --pg",
+  async () => [await buildBinary()],
+  () => binary.unavailable(),
+);

@@ -22,9 +22,10 @@ describe("nodes over PostgreSQL", { skip: skipWithoutPostgres }, () => {
   let tubes = 0;
   const tube = () => `nodes.${++tubes}`;
 
+  const schema = uniqueSchema("nodes");
   before(async () => {
     pg = await startPostgres();
-    const flags = ["--pg", pg.url, "--pg-schema", uniqueSchema("nodes"), "--pg-lease", "1"];
+    const flags = ["--pg", pg.url, "--pg-schema", schema, "--pg-lease", "1"];
     // started one after the other: concurrent first starts are the next test's subject
     nodes = [await denoServer.start(flags), await bunServer.start(flags), await denoServer.start(flags)];
   });
@@ -145,6 +146,28 @@ describe("nodes over PostgreSQL", { skip: skipWithoutPostgres }, () => {
     b.close();
     assert.equal(await a.reply(), jobReply("RESERVED", id, "held"));
     assert.equal(await a.cmd(`delete ${id}`), "DELETED\r\n");
+  });
+
+  it("a node stopped with SIGTERM gives its reservations back at once, not when its lease would lapse", async () => {
+    const d = await bunServer.start(["--pg", pg!.url, "--pg-schema", schema, "--pg-lease", "60"]);
+    try {
+      const [a, w] = [await conn(0), await dial(d.addr)];
+      open.push(w);
+      const t = tube();
+      await a.cmd(`use ${t}`);
+      await w.cmd(`watch ${t}`);
+      const id = await putId(a, "handed back", 0, 0, 600);
+      assert.equal(await w.cmd("reserve-with-timeout 0"), jobReply("RESERVED", id, "handed back"));
+      await d.stop();
+      await a.cmd(`watch ${t}`);
+      await a.cmd("ignore default");
+      const [r, ms] = await timed(a.cmd("reserve-with-timeout 10", 12000));
+      assert.equal(r, jobReply("RESERVED", id, "handed back"));
+      assert.ok(ms < 3000, `released after ${ms} ms (its lease 60 s, TTR 600 s)`);
+      assert.equal(await a.cmd(`delete ${id}`), "DELETED\r\n");
+    } finally {
+      await d.stop();
+    }
   });
 
   it("a node killed with reservations loses them when its lease lapses (--pg-lease 1)", async () => {
