@@ -187,6 +187,51 @@ describe("nodes over PostgreSQL", { skip: skipWithoutPostgres }, () => {
   });
 });
 
+describe("a node whose clock is an hour ahead", { skip: skipWithoutPostgres }, () => {
+  it("agrees with the others on delays and TTRs: they run on the database's clock", async () => {
+    const pg = await startPostgres();
+    const schema = uniqueSchema("skew");
+    const { listen, parseConfig, systemClock } = await import("../../mod.ts");
+    const { openPgService } = await import("../../adapters/open_pg.ts");
+    const HOUR = 3_600_000;
+    const ahead = {
+      ...systemClock,
+      now: () => systemClock.now() + HOUR,
+      wallMs: () => systemClock.wallMs() + HOUR,
+    };
+    const parsed = parseConfig(["--pg", pg.url, "--pg-schema", schema]);
+    assert.equal(parsed.kind, "run");
+    const config = (parsed as { config: import("../../mod.ts").Config }).config;
+    const skewed = await openPgService({ ...config, pg: config.pg! }, { clock: ahead, log: () => {}, error: () => {} });
+    const l = await listen(skewed.service, { host: "127.0.0.1", port: 0 });
+    let other: Running | undefined;
+    try {
+      other = await denoServer.start(["--pg", pg.url, "--pg-schema", schema]);
+      const s = await dial({ host: "127.0.0.1", port: (l.address as { port: number }).port });
+      const o = await dial(other.addr);
+      await s.cmd("use skew");
+      await o.cmd("watch skew");
+      await o.cmd("ignore default");
+      const id = await putId(s, "in a second", 0, 1, 3);
+      const left = (w: Wire) => w.cmd(`stats-job ${id}`).then((r) => Number(/time-left: (\d+)/.exec(r)![1]));
+      assert.deepEqual([await left(s), await left(o)], [0, 0], "delay 1 s: under a second left, on both nodes");
+      const [r, ms] = await timed(o.cmd("reserve-with-timeout 5"));
+      assert.equal(r, jobReply("RESERVED", id, "in a second"));
+      assert.ok(ms >= 700 && ms < 2500, `ready after ${ms} ms`);
+      assert.match(await s.cmd(`stats-job ${id}`), /\ntime-left: [12]\n/, "ttr 3: the skewed node sees the same TTR");
+      assert.equal(await o.cmd(`delete ${id}`), "DELETED\r\n");
+      s.close();
+      o.close();
+    } finally {
+      l.close();
+      skewed.close();
+      await skewed.closed?.();
+      await other?.stop();
+      pg.stop();
+    }
+  });
+});
+
 describe("nodes starting at once on an empty database", { skip: skipWithoutPostgres }, () => {
   it("create the schema once and serve the same queue", async () => {
     const pg = await startPostgres();
