@@ -311,14 +311,14 @@ export class PgEngine implements Engine {
   }
 
   statsTube(name: string): Promise<TubeStats | undefined> {
-    return this.#op(async (tx) => {
+    return this.#read(async (tx) => {
       const [row] = await tx.query(this.#q.statsTube, [name]);
       return () => this.#stats(name, row);
     });
   }
 
   stats(): Promise<EngineStats> {
-    return this.#op(async (tx) => {
+    return this.#read(async (tx) => {
       const [stats, names] = await all([tx.query(this.#q.stats), tx.query(this.#q.tubeNames)]);
       const s = stats![0];
       return () => ({
@@ -351,7 +351,7 @@ export class PgEngine implements Engine {
   }
 
   tubes(names: readonly string[]): Promise<TubeSnapshot[]> {
-    return this.#op(async (tx) => {
+    return this.#read(async (tx) => {
       const rows = await all(names.map((n) => tx.query(this.#q.statsTube, [n])));
       return () => {
         const out: TubeSnapshot[] = [];
@@ -367,7 +367,7 @@ export class PgEngine implements Engine {
   }
 
   listJobs(tube: string, state: ListState, limit: number): Promise<JobList | undefined> {
-    return this.#op(async (tx) => {
+    return this.#read(async (tx) => {
       const [counted, listed] = await all([
         tx.query(this.#q.statsTube, [tube]),
         tx.query(this.#q.listJobs, [tube, LIST_STATES[state], Math.max(0, limit)]),
@@ -473,6 +473,17 @@ export class PgEngine implements Engine {
       this.#ops.push({ run, resolve, reject } as Op);
       this.#runner.kick();
     });
+  }
+
+  /**
+   * A command that only reads and counts (stats, stats-tube, the metrics port's and the
+   * dashboard's views): on the pool, outside the turns, so that a scan of a large table
+   * never holds a turn's replies back. It sees everything committed, so every change
+   * acknowledged before it was asked; its statements count jobs as the next sweep would
+   * leave them.
+   */
+  #read<T>(run: (sql: Sql) => Promise<() => T>): Promise<T> {
+    return run(this.#sql).then((then) => then());
   }
 
   /** Work no client waits for (a closed connection's reservations, dropped tubes): failures are logged. */

@@ -12,6 +12,15 @@ const OUT = "j.id::float8 as id, j.body";
 /** What a job that goes back to ready without a counter moving gets. */
 const UNRESERVE = "state = " + READY + ", ready_at = now(), node = null, conn = null, deadline = null";
 
+/**
+ * A job's state as the next turn's sweep would leave it: the counts are read outside
+ * the turns (they scan), so they must not depend on when the last sweep ran.
+ */
+const NOW_READY =
+  `(state = ${READY} or (state = ${DELAYED} and ready_at <= now()) or (state = ${RESERVED} and deadline <= now()))`;
+const NOW_RESERVED = `(state = ${RESERVED} and deadline > now())`;
+const NOW_DELAYED = `(state = ${DELAYED} and ready_at > now())`;
+
 export function statements(S: string) {
   /** Ms until the next delayed job is due, a TTR ends or a pause ends, anywhere; null when nothing is. */
   const dueMs = msUntil(`least(
@@ -147,25 +156,25 @@ export function statements(S: string) {
         reserves, timeouts, releases, buries, kicks, -${msUntil("created_at")} as age_ms,
         ${msUntil(`case when state = ${RESERVED} then deadline when state = ${DELAYED} then ready_at end`)} as left_ms
       from ${S}.jobs where id = $1`,
-    /** Per-state counts of tube $1, its counters and its pause (zeros for a tube the database does not know). */
+    /** Per-state counts of tube $1 (counted), its counters and its pause (zeros for a tube the database does not know). */
     statsTube: `select
         (select coalesce(sum(jobs), 0)::float8 from ${S}.tube_counts where tube = $1) as jobs,
         (select coalesce(sum(total_jobs), 0)::float8 from ${S}.tube_counts where tube = $1) as total_jobs,
         (select coalesce(sum(cmd_delete), 0)::float8 from ${S}.tube_counts where tube = $1) as cmd_delete,
         coalesce(p.cmd_pause, 0)::float8 as cmd_pause, coalesce(p.pause_ms, 0)::float8 as pause_ms,
         coalesce(${msUntil("p.pause_until")}, 0) as pause_left_ms,
-        (select count(*)::float8 from ${S}.jobs where state = ${READY} and tube = $1 and pri < 1024) as urgent,
-        (select count(*)::float8 from ${S}.jobs where state = ${READY} and tube = $1) as ready,
-        (select count(*)::float8 from ${S}.jobs where state = ${RESERVED} and tube = $1) as reserved,
-        (select count(*)::float8 from ${S}.jobs where state = ${DELAYED} and tube = $1) as delayed,
-        (select count(*)::float8 from ${S}.jobs where state = ${BURIED} and tube = $1) as buried
+        (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_READY} and pri < 1024) as urgent,
+        (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_READY}) as ready,
+        (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_RESERVED}) as reserved,
+        (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_DELAYED}) as delayed,
+        (select count(*)::float8 from ${S}.jobs where tube = $1 and state = ${BURIED}) as buried
       from (select 1) as one left join ${S}.tubes p on p.name = $1`,
-    /** The cluster's job gauges and counters; and the tubes list-tubes shows ($1: this node's referenced tubes). */
+    /** The cluster's job gauges (counted: a scan of the jobs table) and counters. */
     stats: `select
-        count(*) filter (where state = ${READY} and pri < 1024)::float8 as urgent,
-        count(*) filter (where state = ${READY})::float8 as ready,
-        count(*) filter (where state = ${RESERVED})::float8 as reserved,
-        count(*) filter (where state = ${DELAYED})::float8 as delayed,
+        count(*) filter (where ${NOW_READY} and pri < 1024)::float8 as urgent,
+        count(*) filter (where ${NOW_READY})::float8 as ready,
+        count(*) filter (where ${NOW_RESERVED})::float8 as reserved,
+        count(*) filter (where ${NOW_DELAYED})::float8 as delayed,
         count(*) filter (where state = ${BURIED})::float8 as buried,
         (select coalesce(sum(total_jobs), 0)::float8 from ${S}.nodes) as total_jobs,
         (select coalesce(sum(job_timeouts), 0)::float8 from ${S}.nodes) as job_timeouts
