@@ -25,7 +25,7 @@ import type {
   Wake,
 } from "../engine.ts";
 import type { Row, Sql, SqlClient } from "./sql.ts";
-import { migrate } from "./schema.ts";
+import { migrate, SLOTS } from "./schema.ts";
 import { IdBlocks } from "./ids.ts";
 import { type Statements, statements } from "./statements.ts";
 import { all, type Op, type Plan, TurnRunner, type TurnState } from "./turn.ts";
@@ -103,14 +103,21 @@ export class PgEngine implements Engine {
   #deletes: DeleteReq[] = [];
   #ops: Op[] = [];
   #drops = new Set<string>();
+  /**
+   * Settles when every tube forgotten so far is forgotten in the database too: a read
+   * outside the turns (stats-tube) waits for it, so that a tube used again after it was
+   * dropped does not show the old tube's pause (a use or an ignore answers at once, its
+   * drop commits in a later turn).
+   */
+  #forgotten = Promise.resolve();
+  /** Settles #forgotten's latest part: the turn that takes the queued drops has ended. */
+  #dropsQueued: (() => void) | undefined;
   /** Serve every waiter in the next turn (a timer, a due time that moved). */
   #serveAll = false;
   /** Serve the waiters on these tubes in the next turn (another node readied them). */
   #serveTubes = new Set<string>();
-  /** A NOTIFY came while a transaction was under way. */
-  #heard = false;
-  /** A client began to wait after this turn's claims were made. */
-  #newWaiter = false;
+  /** NOTIFYs heard so far: a turn that began a wait checks whether one came meanwhile. */
+  #heardSeq = 0;
 
   readonly #ids: IdBlocks;
 
@@ -138,7 +145,7 @@ export class PgEngine implements Engine {
       () => this.#sql.query(q.idBlock).then(([row]) => Number(row!.id)),
       (e) => this.#error(`pg: could not take a block of job ids: ${message(e)}`),
     );
-    this.#runner = new TurnRunner(opts.sql, opts.turns, () => this.#plan());
+    this.#runner = new TurnRunner(opts.sql, opts.turns, (slot) => this.#plan(slot), SLOTS);
     this.#leaseAt = this.clock.now() + leaseMs / 3;
     // The first turn releases what nodes whose lease lapsed still hold (a previous life's).
     this.#leaseDue = true;
@@ -166,11 +173,7 @@ export class PgEngine implements Engine {
       this.#dropIfUnused(t);
     }
     c.watching.length = 0;
-    if (c.reserving) {
-      this.#background(async (tx, turn) => {
-        for (const r of await tx.query(this.#q.disconnect, [this.node, c.conn])) turn.readied.add(r.tube as string);
-      });
-    }
+    if (c.reserving) this.#unclaim(c);
   }
 
   // ---- producing ------------------------------------------------------------------
@@ -202,15 +205,34 @@ export class PgEngine implements Engine {
     });
   }
 
-  /** After COMMIT: a reserve's answer from its claim's row. */
-  #answer(r: ReserveReq, row: Row): void {
+  /** After COMMIT: a reserve's answer from its claim's row; true when the client now waits. */
+  #answer(r: ReserveReq, row: Row): boolean {
     const c = r.c;
-    if (row.id !== null) return r.resolve(jobOut(row));
+    if (row.id !== null) {
+      if (c.closed) this.#unclaim(c);
+      r.resolve(jobOut(row));
+      return false;
+    }
     const soonMs = row.soon_ms === null ? Infinity : Number(row.soon_ms);
-    if (soonMs <= DEADLINE_SOON_MS) return r.resolve("DEADLINE_SOON");
-    if (r.timeoutMs <= 0 || c.closed) return r.resolve("TIMED_OUT");
-    this.#beginWait(c, r.timeoutMs, soonMs, row.due_ms === null ? Infinity : Number(row.due_ms));
-    r.resolve(null);
+    if (soonMs <= DEADLINE_SOON_MS) r.resolve("DEADLINE_SOON");
+    else if (r.timeoutMs <= 0 || c.closed) r.resolve("TIMED_OUT");
+    else {
+      this.#beginWait(c, r.timeoutMs, soonMs, row.due_ms === null ? Infinity : Number(row.due_ms));
+      r.resolve(null);
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * A job was claimed for a client that is gone (or gave up waiting) by then: release
+   * what it holds. Its disconnect may have run in another transaction that could not
+   * see this claim yet.
+   */
+  #unclaim(c: PgClient): void {
+    this.#background(async (tx, turn) => {
+      for (const r of await tx.query(this.#q.disconnect, [this.node, c.conn])) turn.readied.add(r.tube as string);
+    });
   }
 
   cancelWait(client: Client): void {
@@ -226,7 +248,10 @@ export class PgEngine implements Engine {
     c.reserving = true;
     return this.#op(async (tx) => {
       const [row] = await tx.query(this.#q.reserveJob, [this.node, c.conn, id]);
-      return () => (row ? jobOut(row) : undefined);
+      return () => {
+        if (row && c.closed) this.#unclaim(c);
+        return row ? jobOut(row) : undefined;
+      };
     });
   }
 
@@ -458,7 +483,7 @@ export class PgEngine implements Engine {
   heard(payload: string): void {
     const [from, kind, tubes] = payload.split(" ");
     if (Number(from) === this.node) return;
-    if (this.#runner.running) this.#heard = true;
+    this.#heardSeq++;
     if (this.#waiters.size === 0) return;
     if (kind === "d" || !tubes) this.#serveAll = true;
     else for (const t of tubes.split(",")) this.#serveTubes.add(t);
@@ -483,10 +508,10 @@ export class PgEngine implements Engine {
    * leave them.
    */
   #read<T>(run: (sql: Sql) => Promise<() => T>): Promise<T> {
-    return run(this.#sql).then((then) => then());
+    return this.#forgotten.then(() => run(this.#sql)).then((then) => then());
   }
 
-  /** Work no client waits for (a closed connection's reservations, dropped tubes): failures are logged. */
+  /** Work no client waits for (a closed connection's reservations): failures are logged. */
   #background(run: (tx: Sql, turn: TurnState) => Promise<void>): void {
     this.#ops.push({
       run: async (tx, turn) => {
@@ -507,16 +532,18 @@ export class PgEngine implements Engine {
   }
 
   /** What gathered since the last turn, as one transaction's plan; undefined when there is nothing to do. */
-  #plan(): Plan | undefined {
+  #plan(slot: number): Plan | undefined {
     const serve = this.#waiters.size > 0 && (this.#serveAll || this.#serveTubes.size > 0);
     const work = this.#puts.length + this.#deletes.length + this.#reserves.length + this.#ops.length +
       this.#drops.size;
     if (work === 0 && !serve && !this.#leaseDue) return undefined;
-    const ops: Op[] = [this.#sweepOp()];
+    const ops: Op[] = [this.#sweepOp(slot)];
     if (this.#leaseDue) ops.push(this.#leaseOp());
+    const dropsDone = this.#dropsQueued;
+    this.#dropsQueued = undefined;
     if (this.#drops.size > 0) ops.push(this.#dropOp([...this.#drops]));
-    if (this.#puts.length > 0) ops.push(putOp(this.#q, this.node, this.#puts));
-    if (this.#deletes.length > 0) ops.push(deleteOp(this.#q, this.node, this.#deletes));
+    if (this.#puts.length > 0) ops.push(putOp(this.#q, this.node, slot, this.#puts));
+    if (this.#deletes.length > 0) ops.push(deleteOp(this.#q, this.node, slot, this.#deletes));
     ops.push(...this.#ops);
     const serveAll = this.#serveAll;
     const serveTubes = this.#serveTubes;
@@ -529,23 +556,34 @@ export class PgEngine implements Engine {
     this.#serveAll = false;
     this.#serveTubes = new Set();
     this.#leaseDue = false;
-    this.#newWaiter = false;
+    const heardAt = this.#heardSeq;
+    /** The waiting clients this turn claims for (marked claiming until it ends). */
+    let served: PgClient[] = [];
     return {
       ops,
-      end: (tx, turn) => this.#end(tx, turn, serveAll, serveTubes, reserves),
+      end: (tx, turn) => {
+        // claims run again if the turn does: unmark the last attempt's
+        for (const c of served) c.claiming = false;
+        served = this.#waitersToServe(turn, serveAll, serveTubes);
+        return this.#end(tx, turn, served, reserves, heardAt).then((then) => () => {
+          then();
+          dropsDone?.();
+        });
+      },
       failed: (e) => {
+        dropsDone?.();
         for (const r of reserves) r.reject(e);
         this.#error(`pg: transaction failed: ${message(e)}`);
-        for (const c of this.#waiters) c.claiming = false;
+        for (const c of served) c.claiming = false;
         if (serveAll || serveTubes.size > 0) this.#serveAll = true;
         this.#arm();
       },
     };
   }
 
-  #sweepOp(): Op {
+  #sweepOp(slot: number): Op {
     return internalOp(async (tx, turn) => {
-      for (const r of await tx.query(this.#q.sweep, [this.node])) turn.readied.add(r.tube as string);
+      for (const r of await tx.query(this.#q.sweep, [this.node, slot])) turn.readied.add(r.tube as string);
     });
   }
 
@@ -567,26 +605,34 @@ export class PgEngine implements Engine {
    * what became ready, claim jobs for the clients waiting here, learn when the next thing
    * falls due. After COMMIT: hand the claimed jobs over.
    */
+  /**
+   * The waiting clients a turn claims for, first come first served: all of them, or those
+   * watching a tube that got ready jobs; not one a turn still in flight claims for.
+   */
+  #waitersToServe(turn: TurnState, serveAll: boolean, serveTubes: Set<string>): PgClient[] {
+    const served: PgClient[] = [];
+    for (const c of this.#waiters) {
+      if (c.claiming) continue;
+      if (serveAll || watchesAny(c, turn.readied) || watchesAny(c, serveTubes)) {
+        c.claiming = true;
+        served.push(c);
+      }
+    }
+    return served;
+  }
+
   async #end(
     tx: Sql,
     turn: TurnState,
-    serveAll: boolean,
-    serveTubes: Set<string>,
+    served: PgClient[],
     reserves: ReserveReq[],
+    heardAt: number,
   ): Promise<() => void> {
     const q = this.#q;
     const work: Promise<unknown>[] = [];
     const emptied = [...turn.emptied].filter((n) => !this.#referenced(n));
     if (emptied.length > 0) work.push(tx.query(q.dropTubes, [emptied]));
     if (turn.readied.size > 0 || turn.due) work.push(tx.query(q.notify, [this.channel, this.#payload(turn)]));
-    // Clients already waiting first (first come, first served), then this turn's reserves.
-    const served: PgClient[] = [];
-    for (const c of this.#waiters) {
-      if (serveAll || watchesAny(c, turn.readied) || watchesAny(c, serveTubes)) {
-        c.claiming = true;
-        served.push(c);
-      }
-    }
     const claims = claimAll(tx, q, this.node, [...served, ...reserves.map((r) => r.c)]);
     const due = this.#waiters.size > 0 ? tx.query(q.due) : undefined;
     const [, claimed, dueRows] = await all<unknown>([all(work), claims, due ?? Promise.resolve(undefined)]) as [
@@ -600,22 +646,21 @@ export class PgEngine implements Engine {
       for (const c of served) {
         c.claiming = false;
         const row = claimed.get(c);
-        if (!c.isWaiting) continue; // closed meanwhile: its disconnect releases the job
-        if (c.cancelled) {
-          c.cancelled = false;
-          this.#waiters.finish(c, "TIMED_OUT");
-        } else if (row && row.id !== null) {
+        const got = row !== undefined && row.id !== null;
+        if (c.cancelled && c.isWaiting) this.#waiters.finish(c, "TIMED_OUT");
+        c.cancelled = false;
+        if (got && c.isWaiting) {
           this.#waiters.end(c);
           c.onWake(jobOut(row));
-        }
+        } else if (got) this.#unclaim(c); // closed or cancelled meanwhile: nobody takes this job
       }
-      for (const r of reserves) this.#answer(r, claimed.get(r.c)!);
+      let began = false;
+      for (const r of reserves) began = this.#answer(r, claimed.get(r.c)!) || began;
       // The claims of clients that began to wait in this turn may have seen a due time too.
       const ms = dueRows?.[0]?.ms;
       if (dueRows) this.#dueAt = Math.min(this.#dueAt, ms === null ? Infinity : now + Math.max(0, Number(ms)));
       // A client that began waiting in this turn may have missed what another node told meanwhile.
-      if (this.#newWaiter && this.#heard) this.#serveAll = true;
-      this.#heard = false;
+      if (began && this.#heardSeq !== heardAt) this.#serveAll = true;
       if (this.#serveAll) this.#runner.kick();
       this.#arm();
     };
@@ -633,7 +678,6 @@ export class PgEngine implements Engine {
     const now = this.clock.now();
     if (now + dueMs < this.#dueAt) this.#dueAt = now + Math.max(0, dueMs);
     this.#waiters.begin(c, now, timeoutMs, soonMs);
-    this.#newWaiter = true;
     this.#arm();
   }
 
@@ -676,16 +720,25 @@ export class PgEngine implements Engine {
   /** After a use or an ignore: if that left t unreferenced here, it is gone here; forget it there too if it has no jobs. */
   #dropped(t: Tube): void {
     if (t.listSlot < 0) {
-      this.#drops.add(t.name);
-      this.#runner.kick();
+      this.#queueDrop(t.name);
     }
   }
 
   #dropIfUnused(t: Tube): void {
     if (this.#tubes.dropIfUnused(t)) {
-      this.#drops.add(t.name);
-      this.#runner.kick();
+      this.#queueDrop(t.name);
     }
+  }
+
+  /** Forget tube `name` in the database in the next turn (if nothing here refers to it then). */
+  #queueDrop(name: string): void {
+    this.#drops.add(name);
+    if (!this.#dropsQueued) {
+      const done = new Promise<void>((resolve) => (this.#dropsQueued = resolve));
+      const before = this.#forgotten;
+      this.#forgotten = Promise.all([before, done]).then(() => {});
+    }
+    this.#runner.kick();
   }
 
   /** Some connection of this node uses or watches it (or it is "default"). */
@@ -708,8 +761,7 @@ export class PgEngine implements Engine {
     this.#held.delete(name);
     const t = this.#tubes.get(name);
     if (t && this.#tubes.dropIfUnused(t) && forget) {
-      this.#drops.add(name);
-      this.#runner.kick();
+      this.#queueDrop(name);
     }
   }
 

@@ -41,7 +41,7 @@ export function internalOp(run: (tx: Sql, turn: TurnState) => Promise<void>): Op
 }
 
 /** Every put of the turn in one insert. */
-export function putOp(q: Statements, node: number, puts: PutReq[]): Op {
+export function putOp(q: Statements, node: number, slot: number, puts: PutReq[]): Op {
   let size = 0;
   for (const p of puts) size += p.body.length;
   const bodies = new Uint8Array(size);
@@ -64,11 +64,13 @@ export function putOp(q: Statements, node: number, puts: PutReq[]): Op {
     bodies,
     offsets,
     lengths,
+    slot,
   ];
   return {
     run: async (tx, turn) => {
       await tx.query(q.put, params);
       for (const p of puts) {
+        turn.filled.add(p.tube);
         if (p.delayMs > 0) turn.due = true;
         else turn.readied.add(p.tube);
       }
@@ -84,8 +86,8 @@ export function putOp(q: Statements, node: number, puts: PutReq[]): Op {
 }
 
 /** Every delete of the turn in one statement. */
-export function deleteOp(q: Statements, node: number, dels: DeleteReq[]): Op {
-  const params = [node, dels.map((d) => d.id), dels.map((d) => d.conn)];
+export function deleteOp(q: Statements, node: number, slot: number, dels: DeleteReq[]): Op {
+  const params = [node, dels.map((d) => d.id), dels.map((d) => d.conn), slot];
   let done = new Set<string>();
   return {
     run: async (tx, turn) => {

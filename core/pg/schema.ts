@@ -11,6 +11,9 @@ export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 /** The default --pg-schema. */
 export const DEFAULT_SCHEMA = "tubeway";
 
+/** Transactions a node keeps in flight at once, each in its own slot of the count rows (turn.ts). */
+export const SLOTS = 2;
+
 /** Ids are handed out in blocks of this many: the sequence steps by it (see ids.ts). */
 export const ID_BLOCK = 1000;
 
@@ -30,26 +33,33 @@ function migrations(S: string): string[][] {
       `create sequence ${S}.job_ids increment by ${ID_BLOCK} minvalue 1 start with 1`,
       `create sequence ${S}.bury_seq`,
       `create sequence ${S}.tube_seq`,
-      // One row per node life: its lease, and its share of the cluster's counters
-      // (a row per node, so that nodes never wait on each other's counter updates).
+      // One row per node life, with its lease.
       `create table ${S}.nodes (
         id bigserial primary key,
         started_at timestamptz not null default now(),
-        lease_until timestamptz not null,
+        lease_until timestamptz not null)`,
+      // The cluster's counters, one row per (node, slot): a node's transactions in flight
+      // at once (slots) and other nodes never wait for each other's counter updates.
+      `create table ${S}.node_counts (
+        node bigint not null,
+        slot smallint not null,
         total_jobs bigint not null default 0,
-        job_timeouts bigint not null default 0)`,
-      // A tube's job count and counters, one row per (tube, node): a node only ever
-      // updates its own rows, so nodes putting to and deleting from the same tube never
-      // wait for each other's commits on a shared counter. A tube's figures are the sums
-      // (a node's jobs may be negative: it deleted jobs others put). seq: list order.
+        job_timeouts bigint not null default 0,
+        primary key (node, slot))`,
+      // A tube's job count and counters, one row per (tube, node, slot): a transaction
+      // only ever updates its own node's and slot's rows, so transactions putting to and
+      // deleting from the same tube never wait for each other's commits on a shared
+      // counter. A tube's figures are the sums (a row's jobs may be negative: it deleted
+      // jobs others put). seq: list order.
       `create table ${S}.tube_counts (
         tube text not null,
         node bigint not null,
+        slot smallint not null,
         seq bigint not null default nextval('${S}.tube_seq'),
         jobs bigint not null default 0,
         total_jobs bigint not null default 0,
         cmd_delete bigint not null default 0,
-        primary key (tube, node))`,
+        primary key (tube, node, slot))`,
       // Paused tubes (and pause-tube's count): rare writes, shared by every node.
       `create table ${S}.tubes (
         name text primary key,

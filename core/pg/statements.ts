@@ -28,7 +28,7 @@ export function statements(S: string) {
         (select min(deadline) from ${S}.jobs where state = ${RESERVED}),
         (select min(pause_until) from ${S}.tubes where pause_until > now()))`);
   return {
-    /** Delayed jobs whose time has come, and reservations whose TTR ended, back to ready; $1 node. */
+    /** Delayed jobs whose time has come, and reservations whose TTR ended, back to ready; $1 node, $2 slot. */
     sweep: `with p as (
         update ${S}.jobs j set state = ${READY} from (
           select id from ${S}.jobs where state = ${DELAYED} and ready_at <= now() for update skip locked) d
@@ -37,8 +37,9 @@ export function statements(S: string) {
         update ${S}.jobs j set ${UNRESERVE}, timeouts = j.timeouts + 1 from (
           select id from ${S}.jobs where state = ${RESERVED} and deadline <= now() for update skip locked) d
         where j.id = d.id returning j.tube),
-      n as (update ${S}.nodes set job_timeouts = job_timeouts + (select count(*) from t)
-        where id = $1 and exists (select 1 from t))
+      n as (insert into ${S}.node_counts as x (node, slot, job_timeouts)
+          select $1, $2::int2, count(*) from t having count(*) > 0
+        on conflict (node, slot) do update set job_timeouts = x.job_timeouts + excluded.job_timeouts)
       select tube from p union all select tube from t`,
 
     /** Renew this node's lease ($1 node, $2 ms) and release the reservations of nodes whose lease lapsed. */
@@ -59,13 +60,15 @@ export function statements(S: string) {
     /**
      * Every put of a turn: $1 node, then per job id, tube, pri, delay ms, ttr ms, and the
      * body as offset/length into $7, all the bodies in one bytea (a bytea[] parameter
-     * is not something every driver sends).
+     * is not something every driver sends); $10 the turn's slot.
      */
     put: `with t as (
-        insert into ${S}.tube_counts as x (tube, node, jobs, total_jobs)
-          select tube, $1, count(*), count(*) from unnest($3::text[]) as u(tube) group by tube order by tube
-        on conflict (tube, node) do update set jobs = x.jobs + excluded.jobs, total_jobs = x.total_jobs + excluded.total_jobs),
-      n as (update ${S}.nodes set total_jobs = total_jobs + cardinality($2::int8[]) where id = $1)
+        insert into ${S}.tube_counts as x (tube, node, slot, jobs, total_jobs)
+          select tube, $1, $10::int2, count(*), count(*) from unnest($3::text[]) as u(tube) group by tube order by tube
+        on conflict (tube, node, slot) do update set jobs = x.jobs + excluded.jobs,
+          total_jobs = x.total_jobs + excluded.total_jobs),
+      n as (insert into ${S}.node_counts as x (node, slot, total_jobs) values ($1, $10::int2, cardinality($2::int8[]))
+        on conflict (node, slot) do update set total_jobs = x.total_jobs + excluded.total_jobs)
       insert into ${S}.jobs (id, tube, state, pri, delay_ms, ttr_ms, created_at, ready_at, body)
         select id, tube, case when d > 0 then ${DELAYED} else ${READY} end, pri, d, ttr, now(), now() + d * ${MS},
           substring($7::bytea from o for l)
@@ -74,7 +77,7 @@ export function statements(S: string) {
 
     /**
      * Every delete of a turn: $1 node, $2 ids, $3 the deleting connections (a reserved
-     * job only by its holder). Rows: k 'd' per deleted id with the connection whose
+     * job only by its holder), $4 the turn's slot. Rows: k 'd' per deleted id with the connection whose
      * delete it was; k 't' per tube left without jobs.
      */
     delete: `with d as (
@@ -82,13 +85,14 @@ export function statements(S: string) {
         where j.id = u.id and (j.state <> ${RESERVED} or (j.node = $1 and j.conn = u.conn))
         returning j.id, j.tube, u.conn),
       c as (select tube, count(*) as n from d group by tube),
-      t as (insert into ${S}.tube_counts as x (tube, node, jobs, cmd_delete)
-          select tube, $1, -n, n from c order by tube
-        on conflict (tube, node) do update set jobs = x.jobs + excluded.jobs, cmd_delete = x.cmd_delete + excluded.cmd_delete
+      t as (insert into ${S}.tube_counts as x (tube, node, slot, jobs, cmd_delete)
+          select tube, $1, $4::int2, -n, n from c order by tube
+        on conflict (tube, node, slot) do update set jobs = x.jobs + excluded.jobs, cmd_delete = x.cmd_delete + excluded.cmd_delete
         returning x.tube, x.jobs)
       select 'd' as k, id::float8 as id, conn::float8 as conn, tube from d
       union all select 't', null, null, t.tube from t
-        where t.jobs + (select coalesce(sum(o.jobs), 0) from ${S}.tube_counts o where o.tube = t.tube and o.node <> $1) <= 0`,
+        where t.jobs + (select coalesce(sum(o.jobs), 0) from ${S}.tube_counts o
+          where o.tube = t.tube and (o.node, o.slot) <> ($1, $4::int2)) <= 0`,
 
     /**
      * reserve, for the connections $2 of node $1 (first come first served) that watch
@@ -176,8 +180,8 @@ export function statements(S: string) {
         count(*) filter (where ${NOW_RESERVED})::float8 as reserved,
         count(*) filter (where ${NOW_DELAYED})::float8 as delayed,
         count(*) filter (where state = ${BURIED})::float8 as buried,
-        (select coalesce(sum(total_jobs), 0)::float8 from ${S}.nodes) as total_jobs,
-        (select coalesce(sum(job_timeouts), 0)::float8 from ${S}.nodes) as job_timeouts
+        (select coalesce(sum(total_jobs), 0)::float8 from ${S}.node_counts) as total_jobs,
+        (select coalesce(sum(job_timeouts), 0)::float8 from ${S}.node_counts) as job_timeouts
       from ${S}.jobs`,
     /** Tubes with jobs, in the order they were first counted. */
     tubeNames: `select tube as name from ${S}.tube_counts group by tube having sum(jobs) > 0 order by min(seq)`,

@@ -1,9 +1,13 @@
 // The group commit of the PostgreSQL engine: every command that arrives in one turn of
 // the event loop, from every connection, runs in ONE transaction, its statements
 // pipelined (issued without waiting for each other), and each command's answer is
-// given only after COMMIT: "acknowledged means committed". While a transaction is
-// under way, the next turn's commands gather; they go as soon as it ends. A deadlock
-// or serialization failure runs the whole turn again (nothing was answered yet).
+// given only after COMMIT: "acknowledged means committed". Up to SLOTS transactions
+// are in flight at once (each on its own connection, PostgreSQL flushing their commits
+// together); while every slot is busy, the next commands gather and go as soon as one
+// ends. A connection has at most one command in flight, so commands in different
+// transactions are from different connections: any order of them is one a single
+// server could have seen. A deadlock or serialization failure runs the whole turn
+// again (nothing was answered yet).
 import type { Turns } from "../clock.ts";
 import { retryable, type Sql, type SqlClient } from "./sql.ts";
 
@@ -43,31 +47,34 @@ export async function all<T>(ps: readonly Promise<T>[]): Promise<T[]> {
   return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
 }
 
-const MAX_ATTEMPTS = 5;
+const MAX_ATTEMPTS = 8;
 
-/** Runs one transaction at a time, each with the plan of what gathered meanwhile. */
+/** Runs transactions, up to `slots` at once, each with the plan of what gathered meanwhile. */
 export class TurnRunner {
   readonly #sql: SqlClient;
   readonly #turns: Turns;
-  readonly #plan: () => Plan | undefined;
-  #running = false;
+  readonly #plan: (slot: number) => Plan | undefined;
+  /** Slots not in use; a plan is made for one of them. */
+  readonly #free: number[] = [];
+  #inFlight = 0;
   #scheduled = false;
   #idle: (() => void)[] = [];
 
-  constructor(sql: SqlClient, turns: Turns, plan: () => Plan | undefined) {
+  constructor(sql: SqlClient, turns: Turns, plan: (slot: number) => Plan | undefined, slots = 1) {
     this.#sql = sql;
     this.#turns = turns;
     this.#plan = plan;
+    for (let s = slots - 1; s >= 0; s--) this.#free.push(s);
   }
 
   /** A transaction is under way. */
   get running(): boolean {
-    return this.#running;
+    return this.#inFlight > 0;
   }
 
-  /** There is work: run a transaction at the end of this turn (or when the one under way ends). */
+  /** There is work: plan a transaction at the end of this turn (or when a slot comes free). */
   kick(): void {
-    if (this.#running || this.#scheduled) return;
+    if (this.#scheduled || this.#free.length === 0) return;
     this.#scheduled = true;
     this.#turns.afterTurn(() => {
       this.#scheduled = false;
@@ -77,20 +84,25 @@ export class TurnRunner {
 
   /** Settles when no transaction is under way and none is planned. */
   idle(): Promise<void> {
-    if (!this.#running && !this.#scheduled) return Promise.resolve();
+    if (this.#inFlight === 0 && !this.#scheduled) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
   #go(): void {
-    const plan = this.#plan();
+    const slot = this.#free.pop();
+    if (slot === undefined) return;
+    const plan = this.#plan(slot);
     if (!plan) {
-      for (const f of this.#idle.splice(0)) f();
+      this.#free.push(slot);
+      if (this.#inFlight === 0) { for (const f of this.#idle.splice(0)) f(); }
       return;
     }
-    this.#running = true;
+    this.#inFlight++;
     this.#run(plan).finally(() => {
-      this.#running = false;
+      this.#inFlight--;
+      this.#free.push(slot);
       this.kick();
+      if (this.#inFlight === 0 && !this.#scheduled) { for (const f of this.#idle.splice(0)) f(); }
     });
   }
 
