@@ -3,8 +3,7 @@
 // live in the database, with the database's clock; what lives here is this node's
 // connections (used and watched tubes, their waits in reserve) and its id blocks.
 // Every answer is a promise given after the COMMIT of the turn that made it (turn.ts).
-import type { Client, Tube } from "../model.ts";
-import { Tubes } from "../tubes.ts";
+import type { Client } from "../model.ts";
 import type { Clock, TimerHandle, Turns } from "../clock.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "../histogram.ts";
 import { DEFAULT_BINLOG_SIZE } from "../config.ts";
@@ -30,8 +29,9 @@ import { IdBlocks } from "./ids.ts";
 import { type Statements, statements } from "./statements.ts";
 import { all, type Op, type Plan, TurnRunner, type TurnState } from "./turn.ts";
 import { DEADLINE_SOON_MS, PgClient, Waiters, watchesAny } from "./client.ts";
+import { NodeTubes } from "./node_tubes.ts";
 import { claimAll, deleteOp, type DeleteReq, internalOp, putOp, type PutReq } from "./merged.ts";
-import { jobOut, jobSnapshotOf, jobStatsOf, LIST_STATES, message, tubeStatsOf } from "./views.ts";
+import { jobOut, jobSnapshotOf, jobStatsOf, LIST_STATES, message } from "./views.ts";
 
 /** A NOTIFY payload is at most 8000 bytes; past this, "something is due" says enough. */
 const MAX_TUBES_PAYLOAD = 7000;
@@ -87,12 +87,8 @@ export class PgEngine implements Engine {
   readonly #runner: TurnRunner;
   readonly #error: (line: string) => void;
   readonly #leaseMs: number;
-  /**
-   * Tubes this node knows to have jobs in the database: they stay in its list of tubes
-   * while unreferenced, as a tube with jobs does in 1.12 (the order list-tubes shows).
-   */
-  readonly #held = new Set<string>();
-  readonly #tubes = new Tubes((t) => this.#held.has(t.name));
+  /** The tubes of this node's connections, and those it knows have jobs (node_tubes.ts). */
+  readonly #tubes = new NodeTubes(() => this.#runner.kick());
   /** Waiting clients, first come first served. */
   readonly #waiters = new Waiters();
   readonly #readyToReserve = new Histogram(QUEUE_BOUNDS_MS);
@@ -102,16 +98,6 @@ export class PgEngine implements Engine {
   #reserves: ReserveReq[] = [];
   #deletes: DeleteReq[] = [];
   #ops: Op[] = [];
-  #drops = new Set<string>();
-  /**
-   * Settles when every tube forgotten so far is forgotten in the database too: a read
-   * outside the turns (stats-tube) waits for it, so that a tube used again after it was
-   * dropped does not show the old tube's pause (a use or an ignore answers at once, its
-   * drop commits in a later turn).
-   */
-  #forgotten = Promise.resolve();
-  /** Settles #forgotten's latest part: the turn that takes the queued drops has ended. */
-  #dropsQueued: (() => void) | undefined;
   /** Serve every waiter in the next turn (a timer, a due time that moved). */
   #serveAll = false;
   /** Serve the waiters on these tubes in the next turn (another node readied them). */
@@ -166,13 +152,7 @@ export class PgEngine implements Engine {
     const c = client as PgClient;
     c.closed = true;
     if (c.isWaiting) this.#waiters.end(c);
-    c.use.using--;
-    this.#dropIfUnused(c.use);
-    for (const t of c.watching) {
-      t.watching--;
-      this.#dropIfUnused(t);
-    }
-    c.watching.length = 0;
+    this.#tubes.disconnect(c);
     if (c.reserving) this.#unclaim(c);
   }
 
@@ -338,7 +318,7 @@ export class PgEngine implements Engine {
   statsTube(name: string): Promise<TubeStats | undefined> {
     return this.#read(async (tx) => {
       const [row] = await tx.query(this.#q.statsTube, [name]);
-      return () => this.#stats(name, row);
+      return () => this.#tubes.stats(name, row);
     });
   }
 
@@ -352,7 +332,7 @@ export class PgEngine implements Engine {
         reserved: Number(s!.reserved),
         delayed: Number(s!.delayed),
         buried: Number(s!.buried),
-        tubes: this.#syncTubes(names!).length,
+        tubes: this.#tubes.sync(names!).length,
         waiting: this.#waiters.size,
         totalJobs: Number(s!.total_jobs),
         jobTimeouts: Number(s!.job_timeouts),
@@ -371,7 +351,7 @@ export class PgEngine implements Engine {
   tubeNames(): Promise<string[]> {
     return this.#op(async (tx) => {
       const rows = await tx.query(this.#q.tubeNames);
-      return () => this.#syncTubes(rows);
+      return () => this.#tubes.sync(rows);
     });
   }
 
@@ -381,7 +361,7 @@ export class PgEngine implements Engine {
       return () => {
         const out: TubeSnapshot[] = [];
         names.forEach((n, i) => {
-          const s = this.#stats(n, rows[i]![0]);
+          const s = this.#tubes.stats(n, rows[i]![0]);
           if (!s) return;
           const left = Math.max(0, Number(rows[i]![0]?.pause_left_ms ?? 0));
           out.push({ ...s, paused: left > 0, pauseLeftMs: left, oldestReadyMs: 0 });
@@ -400,7 +380,7 @@ export class PgEngine implements Engine {
       const t = counted![0];
       const rows = listed!;
       return () => {
-        const s = this.#stats(tube, t);
+        const s = this.#tubes.stats(tube, t);
         if (!s) return undefined;
         const jobs = rows.map((r) => jobSnapshotOf(r, state));
         return { tube, state, total: s[state], jobs };
@@ -415,9 +395,7 @@ export class PgEngine implements Engine {
   // ---- tubes ----------------------------------------------------------------------
 
   use(client: Client, name: string): void {
-    const old = client.use;
     this.#tubes.use(client, name);
-    this.#dropped(old);
   }
 
   watch(client: Client, name: string): number {
@@ -425,14 +403,11 @@ export class PgEngine implements Engine {
   }
 
   ignore(client: Client, name: string): number | "NOT_IGNORED" {
-    const t = this.#tubes.get(name);
-    const n = this.#tubes.ignore(client, name);
-    if (t) this.#dropped(t);
-    return n;
+    return this.#tubes.ignore(client, name);
   }
 
   pauseTube(name: string, delaySec: number): Promise<boolean> {
-    const here = this.#tubes.get(name) !== undefined;
+    const here = this.#tubes.has(name);
     return this.#op(async (tx, turn) => {
       const [row] = await tx.query(this.#q.pause, [name, delaySec, here]);
       if (row && delaySec === 0) turn.readied.add(name);
@@ -508,7 +483,7 @@ export class PgEngine implements Engine {
    * leave them.
    */
   #read<T>(run: (sql: Sql) => Promise<() => T>): Promise<T> {
-    return this.#forgotten.then(() => run(this.#sql)).then((then) => then());
+    return this.#tubes.forgotten().then(() => run(this.#sql)).then((then) => then());
   }
 
   /** Work no client waits for (a closed connection's reservations): failures are logged. */
@@ -535,13 +510,13 @@ export class PgEngine implements Engine {
   #plan(slot: number): Plan | undefined {
     const serve = this.#waiters.size > 0 && (this.#serveAll || this.#serveTubes.size > 0);
     const work = this.#puts.length + this.#deletes.length + this.#reserves.length + this.#ops.length +
-      this.#drops.size;
+      (this.#tubes.hasDrops ? 1 : 0);
     if (work === 0 && !serve && !this.#leaseDue) return undefined;
     const ops: Op[] = [this.#sweepOp(slot)];
     if (this.#leaseDue) ops.push(this.#leaseOp());
-    const dropsDone = this.#dropsQueued;
-    this.#dropsQueued = undefined;
-    if (this.#drops.size > 0) ops.push(this.#dropOp([...this.#drops]));
+    const drops = this.#tubes.takeDrops();
+    const dropsDone = drops?.done;
+    if (drops) ops.push(this.#dropOp(drops.names));
     if (this.#puts.length > 0) ops.push(putOp(this.#q, this.node, slot, this.#puts));
     if (this.#deletes.length > 0) ops.push(deleteOp(this.#q, this.node, slot, this.#deletes));
     ops.push(...this.#ops);
@@ -552,7 +527,6 @@ export class PgEngine implements Engine {
     this.#puts = [];
     this.#deletes = [];
     this.#ops = [];
-    this.#drops = new Set();
     this.#serveAll = false;
     this.#serveTubes = new Set();
     this.#leaseDue = false;
@@ -595,7 +569,7 @@ export class PgEngine implements Engine {
 
   #dropOp(names: string[]): Op {
     return internalOp(async (tx) => {
-      const gone = names.filter((n) => this.#tubes.get(n) === undefined);
+      const gone = names.filter((n) => !this.#tubes.has(n));
       if (gone.length > 0) await tx.query(this.#q.dropTubes, [gone]);
     });
   }
@@ -630,7 +604,7 @@ export class PgEngine implements Engine {
   ): Promise<() => void> {
     const q = this.#q;
     const work: Promise<unknown>[] = [];
-    const emptied = [...turn.emptied].filter((n) => !this.#referenced(n));
+    const emptied = [...turn.emptied].filter((n) => !this.#tubes.referenced(n));
     if (emptied.length > 0) work.push(tx.query(q.dropTubes, [emptied]));
     if (turn.readied.size > 0 || turn.due) work.push(tx.query(q.notify, [this.channel, this.#payload(turn)]));
     const claims = claimAll(tx, q, this.node, [...served, ...reserves.map((r) => r.c)]);
@@ -641,7 +615,7 @@ export class PgEngine implements Engine {
       Row[] | undefined,
     ];
     return () => {
-      this.#jobsMoved(turn);
+      this.#tubes.jobsMoved(turn);
       const now = this.clock.now();
       for (const c of served) {
         c.claiming = false;
@@ -713,77 +687,5 @@ export class PgEngine implements Engine {
       this.#runner.kick();
     }
     this.#arm();
-  }
-
-  // ---- tubes ------------------------------------------------------------------
-
-  /** After a use or an ignore: if that left t unreferenced here, it is gone here; forget it there too if it has no jobs. */
-  #dropped(t: Tube): void {
-    if (t.listSlot < 0) {
-      this.#queueDrop(t.name);
-    }
-  }
-
-  #dropIfUnused(t: Tube): void {
-    if (this.#tubes.dropIfUnused(t)) {
-      this.#queueDrop(t.name);
-    }
-  }
-
-  /** Forget tube `name` in the database in the next turn (if nothing here refers to it then). */
-  #queueDrop(name: string): void {
-    this.#drops.add(name);
-    if (!this.#dropsQueued) {
-      const done = new Promise<void>((resolve) => (this.#dropsQueued = resolve));
-      const before = this.#forgotten;
-      this.#forgotten = Promise.all([before, done]).then(() => {});
-    }
-    this.#runner.kick();
-  }
-
-  /** Some connection of this node uses or watches it (or it is "default"). */
-  #referenced(name: string): boolean {
-    const t = this.#tubes.get(name);
-    return t !== undefined && (t === this.#tubes.default || t.using > 0 || t.watching > 0);
-  }
-
-  /** After COMMIT: tubes that got jobs are held in this node's list, tubes left without any let go. */
-  #jobsMoved(turn: TurnState): void {
-    for (const n of turn.filled) {
-      this.#held.add(n);
-      this.#tubes.obtain(n);
-    }
-    for (const n of turn.emptied) this.#letGo(n);
-  }
-
-  /** `name` has no jobs now: unless referenced here, it goes (with `forget`, its row too: its pause and counters). */
-  #letGo(name: string, forget = false): void {
-    this.#held.delete(name);
-    const t = this.#tubes.get(name);
-    if (t && this.#tubes.dropIfUnused(t) && forget) {
-      this.#queueDrop(name);
-    }
-  }
-
-  /**
-   * This node's list of tubes, brought up to date with the tubes that have jobs in the
-   * database (`rows`, in their order: a tube that got jobs through another node is
-   * appended; one whose jobs went elsewhere is let go), in list-tubes order.
-   */
-  #syncTubes(rows: Row[]): string[] {
-    const withJobs = new Set(rows.map((r) => r.name as string));
-    for (const n of this.#held) if (!withJobs.has(n)) this.#letGo(n, true);
-    for (const n of withJobs) {
-      if (!this.#held.has(n)) {
-        this.#held.add(n);
-        this.#tubes.obtain(n);
-      }
-    }
-    return this.#tubes.all().map((t) => t.name);
-  }
-
-  /** stats-tube from the tube's row and this node's references; undefined when neither has it. */
-  #stats(name: string, row: Row | undefined): TubeStats | undefined {
-    return tubeStatsOf(name, row, this.#tubes.get(name));
   }
 }
