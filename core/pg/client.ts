@@ -15,6 +15,8 @@ export class PgClient extends Client {
   claiming = false;
   /** Its wait was cancelled (half-close) while claiming. */
   cancelled = false;
+  /** Another turn wanted to claim for it while a claim was under way: claim again after. */
+  missed = false;
   /** While waiting: when DEADLINE_SOON is due (monotonic ms). */
   soonAt = Infinity;
 

@@ -586,8 +586,9 @@ export class PgEngine implements Engine {
   #waitersToServe(turn: TurnState, serveAll: boolean, serveTubes: Set<string>): PgClient[] {
     const served: PgClient[] = [];
     for (const c of this.#waiters) {
-      if (c.claiming) continue;
-      if (serveAll || watchesAny(c, turn.readied) || watchesAny(c, serveTubes)) {
+      if (!(serveAll || watchesAny(c, turn.readied) || watchesAny(c, serveTubes))) continue;
+      if (c.claiming) c.missed = true; // that claim may not have seen what this turn has
+      else {
         c.claiming = true;
         served.push(c);
       }
@@ -627,6 +628,8 @@ export class PgEngine implements Engine {
           this.#waiters.end(c);
           c.onWake(jobOut(row));
         } else if (got) this.#unclaim(c); // closed or cancelled meanwhile: nobody takes this job
+        if (c.missed && c.isWaiting) this.#serveAll = true;
+        c.missed = false;
       }
       let began = false;
       for (const r of reserves) began = this.#answer(r, claimed.get(r.c)!) || began;
