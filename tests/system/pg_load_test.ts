@@ -127,3 +127,79 @@ describe("nodes over PostgreSQL under load", { skip: skipWithoutPostgres }, () =
     },
   );
 });
+
+/** Seconds of load for the exclusivity test: 8 in npm test, 300 under TUBEWAY_SOAK=1 (npm run soak). */
+const EXCLUSIVE_S = process.env.TUBEWAY_SOAK === "1" ? 300 : 8;
+
+describe("nodes over PostgreSQL: exclusivity", { skip: skipWithoutPostgres }, () => {
+  it(
+    `workers on three nodes never hold the same job at once (${EXCLUSIVE_S} s of load)`,
+    { timeout: (EXCLUSIVE_S + 60) * 1000 },
+    async () => {
+      const { pg, release } = await acquirePostgres();
+      const flags = ["--pg", pg.url, "--pg-schema", uniqueSchema("excl")];
+      let nodes: Running[] = [];
+      const conns: Wire[] = [];
+      try {
+        nodes = [await denoServer.start(flags), await bunServer.start(flags), await bunServer.start(flags)];
+        const open = async (i: number) => {
+          const w = await dial(nodes[i]!.addr);
+          conns.push(w);
+          return w;
+        };
+        const tubes = ["x.a", "x.b"];
+        /** id -> the worker holding it now. */
+        const holders = new Map<number, string>();
+        const delivered = new Map<number, number>();
+        const put = new Set<number>();
+        const violations: string[] = [];
+        const until = Date.now() + EXCLUSIVE_S * 1000;
+        let deleted = 0;
+        const producer = async (i: number) => {
+          const w = await open(i % 3);
+          await w.cmd(`use ${tubes[i % 2]}`);
+          while (Date.now() < until) {
+            // keep the backlog bounded, so the workers finish soon after the producers
+            while (put.size - deleted > 2000) await new Promise((r) => setTimeout(r, 5));
+            const m = /^INSERTED (\d+)\r\n$/.exec(await w.put(`p${i}`, i % 3, 0, 600));
+            assert.ok(m);
+            put.add(Number(m[1]));
+          }
+        };
+        const consumer = async (name: string, node: number) => {
+          const w = await open(node);
+          for (const t of tubes) await w.cmd(`watch ${t}`);
+          await w.cmd("ignore default");
+          for (;;) {
+            const r = await w.cmd("reserve-with-timeout 1", 15_000);
+            if (r === "TIMED_OUT\r\n") {
+              if (Date.now() >= until) return;
+              continue;
+            }
+            const id = Number(/^RESERVED (\d+) /.exec(r)![1]);
+            const other = holders.get(id);
+            if (other) violations.push(`${name} got ${id} while ${other} held it`);
+            holders.set(id, name);
+            delivered.set(id, (delivered.get(id) ?? 0) + 1);
+            const d = await w.cmd(`delete ${id}`, 15_000);
+            if (d !== "DELETED\r\n") violations.push(`${name}: delete ${id} -> ${JSON.stringify(d)}`);
+            else deleted++;
+            holders.delete(id);
+          }
+        };
+        const workers: Promise<void>[] = [];
+        for (let n = 0; n < 3; n++) for (let k = 0; k < 3; k++) workers.push(consumer(`${"ABC"[n]}${k}`, n));
+        await Promise.all([...Array.from({ length: 6 }, (_, i) => producer(i)), ...workers]);
+        assert.deepEqual(violations, [], "no job held twice; every holder's delete succeeds");
+        const twice = [...delivered].filter(([, n]) => n > 1).map(([id]) => id);
+        assert.deepEqual(twice, [], "each job delivered once (no TTR or lease ended)");
+        assert.deepEqual([...put].filter((id) => !delivered.has(id)), [], "every job put was delivered");
+        console.log(`exclusivity: ${put.size} jobs over ${EXCLUSIVE_S} s, 9 workers on 3 nodes, none held twice`);
+      } finally {
+        for (const w of conns) w.close();
+        await Promise.all(nodes.map((n) => n.stop()));
+        release();
+      }
+    },
+  );
+});
