@@ -53,7 +53,15 @@ export { runtimeTurns } from "./adapters/turns.ts";
 export type { HostInfo } from "./protocol/host.ts";
 export { serveStreams, type StreamPair } from "./protocol/streams.ts";
 export { type Clock, immediateTurns, ManualClock, systemClock, type TimerHandle, type Turns } from "./core/clock.ts";
-export { type Config, type LogFormat, parseConfig, type ParsedArgs, type TlsConfig, USAGE } from "./core/config.ts";
+export {
+  type Config,
+  type LogFormat,
+  parseConfig,
+  type ParsedArgs,
+  type PgConfig,
+  type TlsConfig,
+  USAGE,
+} from "./core/config.ts";
 export { WalOpenError } from "./core/binlog/open.ts";
 export { VERSION } from "./core/version.ts";
 export { listen, type ListenAddress, type Listening, type ListenOptions, type TlsMaterial } from "./adapters/listen.ts";

@@ -5,13 +5,15 @@
 //   bun run server.ts -p 11300
 import process from "node:process";
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync } from "node:fs";
-import { type Config, HTTP_TOKEN_ENV, parseConfig, USAGE } from "./core/config.ts";
+import { type Config, HTTP_TOKEN_ENV, parseConfig, PG_URL_ENV, USAGE } from "./core/config.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { VERSION } from "./core/version.ts";
 import { formatAddress, listen, listenFailure, runtimeLabel, type TlsMaterial } from "./adapters/listen.ts";
 import { loadTls } from "./adapters/tls_files.ts";
 import { WalOpenError } from "./core/binlog/open.ts";
 import { type Opened, openService } from "./adapters/open.ts";
+import { openPgService, PgOpenError } from "./adapters/open_pg.ts";
+import { pgTarget } from "./adapters/pg_client.ts";
 import { serveHttp } from "./adapters/http.ts";
 import { httpHandler } from "./protocol/http/handler.ts";
 import { nodeFiles } from "./adapters/files_node.ts";
@@ -22,6 +24,9 @@ const PREFIX = "tubeway";
 
 /** Exit code when a --tls-cert/--tls-key/--tls-ca file cannot be used (sysexits' EX_CONFIG). */
 const EXIT_TLS_FILES = 78;
+
+/** Exit code when --pg's database cannot be used at start (sysexits' EX_UNAVAILABLE). */
+const EXIT_PG_UNAVAILABLE = 69;
 
 /** Log the cause and exit: a startup failure after the flags were understood. */
 type Fail = (message: string, code: number) => never;
@@ -122,7 +127,9 @@ function exportCommand(args: string[]): never {
 
 async function main(args: string[]): Promise<void> {
   if (args[0] === "export-binlog") exportCommand(args.slice(1));
-  const env = Object.fromEntries([HTTP_TOKEN_ENV, "LISTEN_FDS", "LISTEN_PID"].map((name) => [name, envVar(name)]));
+  const env = Object.fromEntries(
+    [HTTP_TOKEN_ENV, PG_URL_ENV, "LISTEN_FDS", "LISTEN_PID"].map((name) => [name, envVar(name)]),
+  );
   const parsed = parseConfig(args, env, process.pid);
   switch (parsed.kind) {
     case "help":
@@ -158,13 +165,15 @@ async function main(args: string[]): Promise<void> {
   }
   let opened: Opened;
   try {
-    opened = openService(config, {
-      logWal: (m) => log.warn(m),
-      log: (l) => log.info(l),
-      error: (l) => log.error(l),
-    });
+    const how = {
+      logWal: (m: string) => log.warn(m),
+      log: (l: string) => log.info(l),
+      error: (l: string) => log.error(l),
+    };
+    opened = config.pg ? await openPgService({ ...config, pg: config.pg }, how) : openService(config, how);
   } catch (e) {
     if (e instanceof WalOpenError) fail(e.message, 10);
+    if (e instanceof PgOpenError) fail(e.message, EXIT_PG_UNAVAILABLE);
     throw e;
   }
   // a directory beanstalkd wrote: its jobs come over once, on disk before anything is served
@@ -184,7 +193,9 @@ async function main(args: string[]): Promise<void> {
     tlsListening?.close();
     void http?.close();
     opened.close();
-    process.exit(0);
+    // --pg: let the turns under way commit and the lease end (bounded: a dead database must not hold us).
+    const closed = opened.closed?.() ?? Promise.resolve();
+    void Promise.race([closed, new Promise((r) => setTimeout(r, 3000))]).then(() => process.exit(0));
   };
   onSignal("SIGTERM", () => stop("SIGTERM"));
   onSignal("SIGINT", () => stop("SIGINT"));
@@ -234,6 +245,7 @@ async function main(args: string[]): Promise<void> {
       "http-actions": http ? (config.httpToken ? "token" : "off") : undefined,
       runtime: runtimeLabel(),
       binlog: config.binlogDir ?? "off",
+      pg: config.pg ? `${pgTarget(config.pg.url || undefined)} schema ${config.pg.schema}` : undefined,
       fsync: config.binlogDir === undefined
         ? undefined
         : config.fsyncMs === "never"

@@ -49,6 +49,8 @@ export interface Opened {
   imported: Promise<string | undefined>;
   /** Close every connection, then write what is pending, fsync and release the log. */
   close(): void;
+  /** After close(): settles when the engine has let go of what it holds (--pg: its database connections). */
+  closed?: () => Promise<void>;
 }
 
 /**

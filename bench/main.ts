@@ -24,6 +24,10 @@
 //                            NAME+bf0     `-b <fresh dir> -f 0` (fsync before every ack;
 //                                         compared with beanstalkd+bf0; rows put-1,
 //                                         put-50, put-50x16)
+//                            NAME+pg      `--pg $BENCH_PG_URL --pg-schema <fresh>`: deno
+//                                         or bun over PostgreSQL (compared with
+//                                         beanstalkd+bf0; rows put-1, put-50,
+//                                         put-50x16, e2e-50); not in the default set
 //                            NAME=CMD...  any server command; -l/-p are appended
 //                            NAME@PORT/PID  a server already listening on
 //                                         127.0.0.1:PORT, process PID (left running;
@@ -43,7 +47,8 @@
 //   --no-pin               do not pin with taskset
 //   --nice N               run servers and generators at nice N (e.g. -10 as root,
 //                          so other work on the machine disturbs less; default 0)
-// Environment: BENCH_QUICK=1 (= --quick), BENCH_BEANSTALKD=PATH (another binary;
+// Environment: BENCH_PG_URL=postgres://... (the database of the +pg targets),
+// BENCH_QUICK=1 (= --quick), BENCH_BEANSTALKD=PATH (another binary;
 // empty = run as if not installed), BENCH_CC=CMD (the C compiler; empty = none),
 // BENCH_TRANSPORT=node (the JS generator on node:net instead of Bun's sockets).
 //

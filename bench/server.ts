@@ -6,7 +6,11 @@ import { connect as netConnect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HOST, procCpuMs, procMem, ROOT, sleep, type Tools, wrap } from "./host.ts";
-import type { Target } from "./targets.ts";
+import { PG_URL_ENV, type Target } from "./targets.ts";
+import process from "node:process";
+
+/** +pg schemas made by this run. */
+let schemas = 0;
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -58,6 +62,11 @@ export class Server {
     if (flags.includes("{dir}")) {
       this.dir = mkdtempSync(join(tmpdir(), "tubeway-bench-"));
       flags = flags.map((f) => (f === "{dir}" ? this.dir! : f));
+    }
+    if (flags.includes("{pg}")) {
+      // a schema of its own per server, so no row starts with another's backlog
+      const schema = `bench_${process.pid}_${++schemas}`;
+      flags = flags.map((f) => (f === "{pg}" ? process.env[PG_URL_ENV]! : f === "{schema}" ? schema : f));
     }
     const argv = wrap(this.tools, [...this.target.argv!, "-l", HOST, "-p", String(this.port), ...flags], "0");
     this.child = spawn(argv[0]!, argv.slice(1), { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });

@@ -2,20 +2,30 @@
 // fixed-answer "ceiling" server of each runtime, and any of them in a log mode.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import process from "node:process";
 import { ROOT, type Tools } from "./host.ts";
 import { DENO_V8_FLAGS } from "../adapters/deno_flags.ts";
 
-/** Log modes: `NAME+b` runs with `-b <fresh dir>`, `NAME+bf0` adds `-f 0` (fsync before every ack). */
+/**
+ * Log modes: `NAME+b` runs with `-b <fresh dir>`, `NAME+bf0` adds `-f 0` (fsync before
+ * every ack); `NAME+pg` keeps the jobs in PostgreSQL (BENCH_PG_URL, a fresh schema per
+ * server; tubeway only).
+ */
 const VARIANT_FLAGS: Record<string, string[]> = {
   b: ["-b", "{dir}"],
   bf0: ["-b", "{dir}", "-f", "0"],
+  pg: ["--pg", "{pg}", "--pg-schema", "{schema}"],
 };
 
 /** The rows each log mode runs: the workloads of issue 12 (the rest would only repeat the plain rows). */
 const VARIANT_ROWS: Record<string, string[]> = {
   b: ["put-50", "put-50x16"],
   bf0: ["put-1", "put-50", "put-50x16"],
+  pg: ["put-1", "put-50", "put-50x16", "e2e-50"],
 };
+
+/** The database of the +pg targets (docs/pg.md): acknowledged means committed, as with -f 0. */
+export const PG_URL_ENV = "BENCH_PG_URL";
 
 /** What a fixed-answer server can answer: puts (and use/watch/ignore for setup). */
 export const CEILING_ROWS = ["put-1", "put-50", "put-50x16", "put-50x16-16k"];
@@ -75,10 +85,12 @@ export function makeTarget(spec: string, t: Tools, serverFlags: Map<string, stri
     };
   }
   const [base = "", variant = ""] = spec.split("+");
-  if (variant && !VARIANT_FLAGS[variant]) return `unknown mode +${variant} in ${spec} (+b, +bf0)`;
+  if (variant && !VARIANT_FLAGS[variant]) return `unknown mode +${variant} in ${spec} (+b, +bf0, +pg)`;
+  if (variant === "pg" && base !== "deno" && base !== "bun") return `+pg is tubeway's (deno+pg, bun+pg), not ${base}'s`;
   const flags = [...(VARIANT_FLAGS[variant] ?? []), ...(serverFlags.get(spec) ?? [])];
   const rows = variant ? VARIANT_ROWS[variant] : undefined;
-  const baseline = variant ? `beanstalkd+${variant}` : "beanstalkd";
+  // +pg acknowledges after COMMIT: beanstalkd's durable mode (-b -f 0) is its peer.
+  const baseline = variant === "pg" ? "beanstalkd+bf0" : variant ? `beanstalkd+${variant}` : "beanstalkd";
   const serverTs = join(ROOT, "server.ts");
   switch (base) {
     case "beanstalkd":
@@ -106,7 +118,13 @@ export function makeTarget(spec: string, t: Tools, serverFlags: Map<string, stri
         isCeiling: false,
         runtime: base,
         rows,
-        missing: !argv ? `${base} not found` : !existsSync(serverTs) ? "server.ts does not exist" : undefined,
+        missing: !argv
+          ? `${base} not found`
+          : !existsSync(serverTs)
+          ? "server.ts does not exist"
+          : variant === "pg" && !process.env[PG_URL_ENV]
+          ? `${PG_URL_ENV} is not set (a PostgreSQL database for +pg)`
+          : undefined,
       };
     }
     case "fixed":
@@ -128,6 +146,6 @@ export function makeTarget(spec: string, t: Tools, serverFlags: Map<string, stri
       };
     }
     default:
-      return `unknown target ${spec} (beanstalkd, deno, bun, fixed-deno, fixed-bun, NAME+b, NAME+bf0, NAME=CMD, NAME@PORT/PID)`;
+      return `unknown target ${spec} (beanstalkd, deno, bun, fixed-deno, fixed-bun, NAME+b, NAME+bf0, NAME+pg, NAME=CMD, NAME@PORT/PID)`;
   }
 }

@@ -32,6 +32,18 @@ export interface Config {
   tls: TlsConfig | undefined;
   /** --log-format: "text" (one readable line per event) or "json" (one JSON object per line). */
   logFormat: LogFormat;
+  /** --pg URL (or TUBEWAY_PG_URL): jobs in PostgreSQL instead of memory; undefined = in memory. */
+  pg: PgConfig | undefined;
+}
+
+/** The PostgreSQL engine's settings (docs/pg.md). */
+export interface PgConfig {
+  /** postgres://user:password@host:port/db?sslmode=...; "" = the PG* environment variables alone. */
+  url: string;
+  /** --pg-schema: the schema of the tables, so that several queues can share a database. */
+  schema: string;
+  /** --pg-lease: ms a node's lease lasts unrenewed; then any node releases its reservations. */
+  leaseMs: number;
 }
 
 /** --log-format: how server.ts writes log lines (see core/log.ts). */
@@ -96,10 +108,25 @@ Long options (tubeway's own):
                   on HOST:PORT (nothing listens unless given)
  --http-token T   allow the dashboard's write actions to requests that send
                   Authorization: Bearer T (or set TUBEWAY_HTTP_TOKEN)
+ --pg URL         keep the jobs in PostgreSQL (postgres://user@host:port/db), shared
+                  by every node given the same URL and schema (or set TUBEWAY_PG_URL;
+                  PG* variables fill in what the URL leaves out); not with -b
+ --pg-schema S    the schema of tubeway's tables (default: tubeway)
+ --pg-lease SEC   a node that stops renewing its lease for SEC seconds (default 5)
+                  loses its reservations to the other nodes
 `;
 
 /** The environment variable that supplies --http-token (for systemd units: keeps it out of ps). */
 export const HTTP_TOKEN_ENV = "TUBEWAY_HTTP_TOKEN";
+
+/** The environment variable that supplies --pg (a URL with a password stays out of ps). */
+export const PG_URL_ENV = "TUBEWAY_PG_URL";
+
+/** --pg-schema when not given. */
+export const DEFAULT_PG_SCHEMA = "tubeway";
+
+/** --pg-lease when not given, ms. */
+export const DEFAULT_PG_LEASE_MS = 5000;
 
 const OPTIONS = {
   b: { type: "string", short: "b" },
@@ -122,6 +149,9 @@ const OPTIONS = {
   "log-format": { type: "string" },
   http: { type: "string" },
   "http-token": { type: "string" },
+  pg: { type: "string" },
+  "pg-schema": { type: "string" },
+  "pg-lease": { type: "string" },
 } as const;
 
 function usageError(message: string): ParsedArgs {
@@ -252,7 +282,11 @@ export function parseConfig(
     warnings: [],
     tls: undefined,
     logFormat: "text",
+    pg: undefined,
   };
+  let pgUrl = env[PG_URL_ENV] || undefined;
+  let pgSchema: string | undefined;
+  let pgLeaseMs: number | undefined;
   const tls: Partial<Record<"tls-cert" | "tls-key" | "tls-ca" | "tls", string>> = {};
   const fd = inheritedFd(env, pid, config.warnings);
   for (const t of tokens) {
@@ -323,6 +357,21 @@ export function parseConfig(
       case "tls":
         tls[t.name] = v;
         break;
+      case "pg":
+        pgUrl = v;
+        break;
+      case "pg-schema":
+        if (!/^[a-z_][a-z0-9_]{0,62}$/.test(v)) {
+          return flagError(`--pg-schema wants a lower-case SQL name (letters, digits, _), not ${v}`);
+        }
+        pgSchema = v;
+        break;
+      case "pg-lease": {
+        const n = /^[0-9]+(\.[0-9]+)?$/.test(v) ? Number(v) : NaN;
+        if (!(n >= 1 && n <= 3600)) return flagError(`--pg-lease wants seconds from 1 to 3600, not ${v}`);
+        pgLeaseMs = Math.round(n * 1000);
+        break;
+      }
       case "log-format":
         if (v !== "text" && v !== "json") return flagError(`--log-format must be text or json, not ${v}`);
         config.logFormat = v;
@@ -330,6 +379,14 @@ export function parseConfig(
     }
   }
   if (stop) return stop;
+  if (pgUrl !== undefined) {
+    if (config.binlogDir !== undefined) {
+      return usageError("-b and --pg cannot be used together: the jobs live in one place");
+    }
+    config.pg = { url: pgUrl, schema: pgSchema ?? DEFAULT_PG_SCHEMA, leaseMs: pgLeaseMs ?? DEFAULT_PG_LEASE_MS };
+  } else if (pgSchema !== undefined || pgLeaseMs !== undefined) {
+    return usageError(`${pgSchema !== undefined ? "--pg-schema" : "--pg-lease"} needs --pg URL`);
+  }
   config.listen = fd !== undefined ? { fd } : path !== undefined ? { path } : { host, port };
   const t = tlsConfig(tls, "path" in config.listen);
   if (typeof t === "string") return flagError(t);

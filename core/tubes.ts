@@ -13,8 +13,11 @@ export class Tubes {
   readonly default: Tube;
   /** Paused tubes, for the timer to unpause. */
   readonly paused = new Set<Tube>();
+  /** What else keeps an unreferenced tube (the PostgreSQL engine: jobs it knows the database holds). */
+  readonly #held: (t: Tube) => boolean;
 
-  constructor() {
+  constructor(held: (t: Tube) => boolean = () => false) {
+    this.#held = held;
     this.default = this.obtain("default");
   }
 
@@ -40,7 +43,7 @@ export class Tubes {
 
   /** Remove t if nothing refers to it any more (a pause keeps nothing alive). Returns true if removed. */
   dropIfUnused(t: Tube): boolean {
-    if (t === this.default || !t.unreferenced || t.listSlot < 0) return false;
+    if (t === this.default || !t.unreferenced || t.listSlot < 0 || this.#held(t)) return false;
     this.#byName.delete(t.name);
     const last = this.#list.pop()!;
     if (last !== t) {

@@ -8,6 +8,9 @@
 #   chromium            the browser the dashboard test drives headless (puppeteer-core)
 #   gcc                 builds the bench's native load generator (bench/native; the
 #                       bench smoke test runs it, and falls back to the JS one without)
+#   postgresql          the database of the --pg engine: the tests start a throwaway
+#                       cluster of their own (tests/harness/postgres.ts) as user postgres;
+#                       the package's own cluster is never used
 #   systemd             systemd-socket-activate, which passes a listening socket as
 #                       systemd does (tests/system/socket_activation_test.ts), and
 #                       systemd-analyze; nothing is started, only those programs are used
@@ -18,7 +21,7 @@
 # not touch the network. Run as root (CI does), or with sudo available.
 set -euo pipefail
 
-PACKAGES=(beanstalkd php-cli php-pda-pheanstalk ruby ruby-beaneater openssl stunnel4 chromium systemd gcc)
+PACKAGES=(beanstalkd php-cli php-pda-pheanstalk ruby ruby-beaneater openssl stunnel4 chromium systemd gcc postgresql)
 # Node runs the Node client scripts; install Debian's only if there is none at all.
 if ! command -v node >/dev/null 2>&1; then
   PACKAGES+=(nodejs)

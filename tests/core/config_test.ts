@@ -86,6 +86,34 @@ describe("parseConfig", () => {
     assert.equal(error("--nope"), "unknown flag: --nope");
   });
 
+  it("reads --pg URL (or TUBEWAY_PG_URL; the flag wins) and --pg-schema", () => {
+    assert.equal(config().pg, undefined);
+    const url = "postgres://u@db:5432/jobs";
+    assert.deepEqual(config("--pg", url).pg, { url, schema: "tubeway", leaseMs: 5000 });
+    assert.deepEqual(config("--pg", url, "--pg-schema", "q2").pg, { url, schema: "q2", leaseMs: 5000 });
+    const fromEnv = parseConfig([], { TUBEWAY_PG_URL: url });
+    assert.deepEqual(fromEnv.kind === "run" && fromEnv.config.pg, { url, schema: "tubeway", leaseMs: 5000 });
+    const both = parseConfig(["--pg", "postgres://flag/x"], { TUBEWAY_PG_URL: url });
+    assert.equal(both.kind === "run" && both.config.pg?.url, "postgres://flag/x");
+    assert.equal(config("--pg", url, "--pg-lease", "1.5").pg?.leaseMs, 1500);
+    const empty = parseConfig([], { TUBEWAY_PG_URL: "" });
+    assert.equal(empty.kind === "run" && empty.config.pg, undefined, "an empty variable is no URL");
+  });
+
+  it("refuses -b with --pg, --pg-schema alone, and a schema name that is not a plain SQL name (exit 5)", () => {
+    assert.equal(
+      error("-b", "/tmp/x", "--pg", "postgres://h/d"),
+      "-b and --pg cannot be used together: the jobs live in one place",
+    );
+    const env = parseConfig(["-b", "/tmp/x"], { TUBEWAY_PG_URL: "postgres://h/d" });
+    assert.equal(env.kind === "error" && env.exitCode, 5);
+    assert.equal(error("--pg-schema", "q"), "--pg-schema needs --pg URL");
+    assert.match(error("--pg", "postgres://h/d", "--pg-schema", "Bad-Name"), /--pg-schema wants a lower-case SQL name/);
+    assert.equal(error("--pg"), "flag requires an argument: --pg");
+    assert.equal(error("--pg-lease", "3"), "--pg-lease needs --pg URL");
+    assert.match(error("--pg", "postgres://h/d", "--pg-lease", "0"), /--pg-lease wants seconds from 1 to 3600/);
+  });
+
   it("answers -h and -v", () => {
     assert.equal(parseConfig(["-h"]).kind, "help");
     assert.equal(parseConfig(["-v"]).kind, "version");

@@ -1,13 +1,16 @@
 // Servers the wire-level suites run against. Each target starts a fresh server on a
 // port the test picks (127.0.0.1 only) and stops it afterwards.
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { BUN, BUN_SERVER, DENO, DENO_SERVER, ROOT, which } from "./paths.ts";
 import { type Address, dial } from "./wire.ts";
 import { DENO_V8_FLAGS } from "../../adapters/deno_flags.ts";
 import type { Lateness } from "./async_engine.ts";
+import { freePort } from "./ports.ts";
+import { PG_BIN } from "./postgres.ts";
+
+export { freePort };
 
 /** A running server under test. */
 export interface Running {
@@ -30,19 +33,6 @@ export interface Target {
   unavailable(): string | undefined;
   /** Start one, passing extra beanstalkd-style flags (never -l or -p). */
   start(flags?: string[]): Promise<Running>;
-}
-
-/** Ask the kernel for a free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const a = srv.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** Wait until something accepts connections at addr, or the child exits. */
@@ -244,3 +234,52 @@ export const tubewayTargets: Target[] = [
   binary,
   ...(denoBinary.unavailable() ? [] : [denoBinary]),
 ];
+
+/**
+ * tubeway over PostgreSQL (--pg, one node): `argv` runs server.ts; the cluster is this
+ * test process's throwaway one (harness/postgres.ts: running while a server uses it),
+ * each start a schema of its own.
+ */
+function pgServer(
+  name: string,
+  argv: () => readonly string[] | Promise<readonly string[]>,
+  runtime: () => string | undefined,
+): Target {
+  return {
+    name,
+    unavailable: () => runtime() ?? pgMissing(),
+    async start(flags = []) {
+      const { acquirePostgres, uniqueSchema } = await import("./postgres.ts");
+      const { pg, release } = await acquirePostgres();
+      let r: Running;
+      try {
+        r = await startProcess([...(await argv())], ["--pg", pg.url, "--pg-schema", uniqueSchema("wire"), ...flags]);
+      } catch (e) {
+        release();
+        throw e;
+      }
+      return { ...r, stop: () => r.stop().finally(release) };
+    },
+  };
+}
+
+function pgMissing(): string | undefined {
+  return PG_BIN ? undefined : "PostgreSQL is not installed (apt-get install -y postgresql)";
+}
+
+/** tubeway on Deno over PostgreSQL. */
+export const denoPgServer: Target = pgServer(
+  "deno run server.ts --pg",
+  () => DENO_SERVER,
+  () => denoServer.unavailable(),
+);
+
+/** tubeway on Bun over PostgreSQL. */
+export const bunPgServer: Target = pgServer("bun run server.ts --pg", () => BUN_SERVER, () => bunServer.unavailable());
+
+/** The compiled executable (bun build --compile) over PostgreSQL. */
+export const binaryPgServer: Target = pgServer(
+  "compiled binary --pg",
+  async () => [await buildBinary()],
+  () => binary.unavailable(),
+);

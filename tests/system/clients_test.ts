@@ -16,7 +16,15 @@ import { execFile, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ROOT, RUNTIME, skipUnless, which } from "../harness/paths.ts";
-import { beanstalkd, bunServer, denoServer, type Running, type Target } from "../harness/targets.ts";
+import {
+  beanstalkd,
+  bunPgServer,
+  bunServer,
+  denoPgServer,
+  denoServer,
+  type Running,
+  type Target,
+} from "../harness/targets.ts";
 
 const CLIENTS_DIR = join(ROOT, "tests", "system", "clients");
 /** How long one client script may take before it is killed (each also limits itself to 30 s). */
@@ -96,6 +104,8 @@ const clients: Client[] = [
 
 /** The tubeway server for the runtime running this file. */
 const tubeway: Target = RUNTIME === "bun" ? bunServer : denoServer;
+/** The same over PostgreSQL (--pg; a throwaway cluster, a schema per run). */
+const tubewayPg: Target = RUNTIME === "bun" ? bunPgServer : denoPgServer;
 
 interface Outcome {
   code: number | null;
@@ -129,7 +139,7 @@ function tail(text: string, max = 4000): string {
 }
 
 async function runAgainst(client: Client, target: Target): Promise<void> {
-  if (target === tubeway) {
+  if (target === tubeway || target === tubewayPg) {
     assert.ok(existsSync(join(ROOT, "server.ts")), "server.ts does not exist yet, so tubeway cannot be started");
   }
   let server: Running | undefined;
@@ -153,7 +163,7 @@ async function runAgainst(client: Client, target: Target): Promise<void> {
 
 for (const client of clients) {
   const clientMissing = client.missing();
-  for (const target of [beanstalkd, tubeway]) {
+  for (const target of [beanstalkd, tubeway, tubewayPg]) {
     const name = `${client.name} against ${target.name}`;
     const reason = clientMissing ?? target.unavailable();
     // skipUnless throws under TUBEWAY_REQUIRE_ALL=1. That error is rethrown inside the

@@ -15,7 +15,9 @@ import { join } from "node:path";
 import { ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
 import {
   beanstalkd,
+  bunPgServer,
   bunServer,
+  denoPgServer,
   denoServer,
   inProcessJitter,
   inProcessResolved,
@@ -43,6 +45,14 @@ const SUBJECT: Target = TUBEWAY;
  * come later (an already-resolved promise; 0-2 ms at random), the engine seam's proof.
  */
 const LATE_SUBJECTS: Target[] = SUBJECT === beanstalkd ? [] : [inProcessResolved, inProcessJitter];
+/**
+ * And one node over PostgreSQL (--pg, a throwaway cluster, a schema per session) on
+ * this runtime, when PostgreSQL is installed (or TUBEWAY_REQUIRE_ALL=1 demands it).
+ */
+const PG_SUBJECT: Target = RUNTIME === "bun" ? bunPgServer : denoPgServer;
+if (SUBJECT !== beanstalkd && skipUnless(PG_SUBJECT.unavailable() === undefined, "") === false) {
+  LATE_SUBJECTS.push(PG_SUBJECT);
+}
 
 /** A beanstalkd subject is held to the 1.12 side of every deliberate difference. */
 const SUBJECT_DIALECT: Dialect = SUBJECT === beanstalkd ? "1.12" : "tubeway";

@@ -1,0 +1,54 @@
+// A Service whose jobs live in PostgreSQL (--pg): the pool (adapters/pg_client.ts), the
+// schema migrated, this node registered with its lease, then the engine of core/pg/.
+// Asynchronous, unlike openService(): nothing is served before the database answered.
+import type { Config, PgConfig } from "../core/config.ts";
+import { systemClock } from "../core/clock.ts";
+import { openPgEngine } from "../core/pg/engine.ts";
+import { Service } from "../protocol/service.ts";
+import { hostInfo } from "./host_node.ts";
+import { runtimeTurns } from "./turns.ts";
+import { pgClient, pgTarget } from "./pg_client.ts";
+import type { Opened, OpenOptions } from "./open.ts";
+
+/** The database could not be used at start: the message names where and why. */
+export class PgOpenError extends Error {}
+
+/**
+ * Build the Service for a config with `pg` set. Rejects with {@linkcode PgOpenError}
+ * when the database cannot be reached or its schema cannot be used.
+ */
+export async function openPgService(config: Config & { pg: PgConfig }, opts: OpenOptions = {}): Promise<Opened> {
+  const sql = pgClient(config.pg.url || undefined);
+  const turns = opts.turns ?? runtimeTurns();
+  const error = opts.error ?? ((l: string) => console.error(l));
+  let engine;
+  try {
+    engine = await openPgEngine({
+      sql,
+      schema: config.pg.schema,
+      clock: opts.clock ?? systemClock,
+      turns,
+      maxJobSize: config.maxJobSize,
+      leaseMs: config.pg.leaseMs,
+      error,
+    });
+  } catch (e) {
+    await sql.close().catch(() => {});
+    const why = e instanceof Error ? e.message : String(e);
+    throw new PgOpenError(`cannot use PostgreSQL at ${pgTarget(config.pg.url || undefined)}: ${why}`);
+  }
+  const service = new Service(engine, {
+    turns,
+    verbose: config.verbose,
+    host: opts.host ?? hostInfo(),
+    ...(opts.log ? { log: opts.log } : {}),
+    error,
+  });
+  return {
+    service,
+    recoveredJobs: 0,
+    imported: Promise.resolve(undefined),
+    close: () => service.close(),
+    closed: () => engine.closed(),
+  };
+}

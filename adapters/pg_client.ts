@@ -1,0 +1,51 @@
+// core/pg/sql.ts's SqlClient over the npm package `postgres` (postgres.js), which runs
+// unchanged on Deno and Bun. The URL may leave out what the usual PG* environment
+// variables (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE) give; TLS as the URL's
+// sslmode asks.
+import postgres from "postgres";
+import type { Row, Sql, SqlClient } from "../core/pg/sql.ts";
+
+/** Connections per node: one for its turns, one for id blocks and the rest, one spare. (LISTEN has its own.) */
+const POOL = 3;
+
+type Driver = postgres.Sql<Record<string, never>>;
+type Params = postgres.ParameterOrJSON<never>[];
+
+function runner(sql: Driver | postgres.TransactionSql<Record<string, never>>): Sql {
+  return {
+    // then() sends the statement now: statements issued one after another without
+    // awaiting are pipelined on the connection, in the order issued.
+    query: (text, params = []) =>
+      sql.unsafe(text, params as Params, { prepare: true }).then((rows) => rows as unknown as Row[]),
+  };
+}
+
+/** A pool on `url` (undefined: from the PG* variables alone). Connects at the first statement. */
+export function pgClient(url: string | undefined): SqlClient {
+  const options = {
+    max: POOL,
+    onnotice: () => {},
+    connect_timeout: 10,
+    // int8 as strings (the default): the engine casts what it reads to float8 or Number().
+  };
+  const sql: Driver = url ? postgres(url, options) : postgres(options);
+  return {
+    ...runner(sql),
+    transaction: <T>(body: (tx: Sql) => Promise<T>) => sql.begin((tx) => body(runner(tx))) as Promise<T>,
+    listen: async (channel, onNotify) => {
+      await sql.listen(channel, onNotify);
+    },
+    close: () => sql.end({ timeout: 5 }),
+  };
+}
+
+/** Where a URL points, without its password, for messages: "host:port/db". */
+export function pgTarget(url: string | undefined): string {
+  if (!url) return "the PG* environment variables";
+  try {
+    const u = new URL(url);
+    return `${u.hostname || "localhost"}:${u.port || "5432"}${u.pathname || ""}`;
+  } catch {
+    return "an unreadable URL";
+  }
+}

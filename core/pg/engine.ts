@@ -1,0 +1,694 @@
+// The PostgreSQL engine: core/engine.ts over tables that any number of tubeway nodes
+// share (core/pg/README.md). Jobs, their states, tube pauses and the cluster's counters
+// live in the database, with the database's clock; what lives here is this node's
+// connections (used and watched tubes, their waits in reserve) and its id blocks.
+// Every answer is a promise given after the COMMIT of the turn that made it (turn.ts).
+import type { Client } from "../model.ts";
+import type { Clock, TimerHandle, Turns } from "../clock.ts";
+import { Histogram, QUEUE_BOUNDS_MS } from "../histogram.ts";
+import { DEFAULT_BINLOG_SIZE } from "../config.ts";
+import type {
+  Engine,
+  EngineMetrics,
+  EngineStats,
+  JobList,
+  JobOut,
+  JobStats,
+  ListState,
+  PutResult,
+  Refusal,
+  Settling,
+  TubeSnapshot,
+  TubeStats,
+  WaitEnd,
+  Wake,
+} from "../engine.ts";
+import type { Row, Sql, SqlClient } from "./sql.ts";
+import { migrate, SLOTS } from "./schema.ts";
+import { IdBlocks } from "./ids.ts";
+import { type Statements, statements } from "./statements.ts";
+import { all, type Op, type Plan, TurnRunner, type TurnState } from "./turn.ts";
+import { DEADLINE_SOON_MS, PgClient, Waiters, watchesAny } from "./client.ts";
+import { NodeTubes } from "./node_tubes.ts";
+import { claimAll, deleteOp, type DeleteReq, internalOp, putOp, type PutReq } from "./merged.ts";
+import { jobOut, jobSnapshotOf, jobStatsOf, LIST_STATES, message } from "./views.ts";
+
+/** A NOTIFY payload is at most 8000 bytes; past this, "something is due" says enough. */
+const MAX_TUBES_PAYLOAD = 7000;
+/**
+ * Ids come from a sequence, so none is above this; a larger one (the protocol reads up
+ * to 2^64-1, more than int8 holds) is NOT_FOUND without asking.
+ */
+const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+/** A reserve waiting for its turn's claims. */
+interface ReserveReq {
+  c: PgClient;
+  timeoutMs: number;
+  resolve(r: JobOut | WaitEnd | null): void;
+  reject(e: unknown): void;
+}
+
+export interface PgEngineOptions {
+  sql: SqlClient;
+  /** The schema holding the tables (--pg-schema). */
+  schema: string;
+  clock: Clock;
+  turns: Turns;
+  maxJobSize: number;
+  /** How long a node's lease lasts without renewal (it renews every third of it). */
+  leaseMs?: number;
+  /** Where failures of the database go (a command that hit one answers INTERNAL_ERROR). */
+  error?: (line: string) => void;
+}
+
+/** Migrate the schema, register this node, take its first ids, listen: then serve. */
+export async function openPgEngine(opts: PgEngineOptions): Promise<PgEngine> {
+  await migrate(opts.sql, opts.schema);
+  const q = statements(opts.schema);
+  const leaseMs = opts.leaseMs ?? 5000;
+  const [reg] = await opts.sql.query(q.register, [leaseMs]);
+  const [block] = await opts.sql.query(q.idBlock);
+  const engine = new PgEngine(opts, q, Number(reg!.id), Number(block!.id), leaseMs);
+  await opts.sql.listen(engine.channel, (p) => engine.heard(p));
+  return engine;
+}
+
+export class PgEngine implements Engine {
+  readonly clock: Clock;
+  readonly maxJobSize: number;
+  /** This node life's id in the nodes table. */
+  readonly node: number;
+  /** The LISTEN/NOTIFY channel of this schema. */
+  readonly channel: string;
+
+  readonly #sql: SqlClient;
+  readonly #q: Statements;
+  readonly #runner: TurnRunner;
+  readonly #error: (line: string) => void;
+  readonly #leaseMs: number;
+  /** The tubes of this node's connections, and those it knows have jobs (node_tubes.ts). */
+  readonly #tubes = new NodeTubes(() => this.#runner.kick());
+  /** Waiting clients, first come first served. */
+  readonly #waiters = new Waiters();
+  readonly #readyToReserve = new Histogram(QUEUE_BOUNDS_MS);
+  readonly #reserveToDelete = new Histogram(QUEUE_BOUNDS_MS);
+
+  #puts: PutReq[] = [];
+  #reserves: ReserveReq[] = [];
+  #deletes: DeleteReq[] = [];
+  #ops: Op[] = [];
+  /** Serve every waiter in the next turn (a timer, a due time that moved). */
+  #serveAll = false;
+  /** Serve the waiters on these tubes in the next turn (another node readied them). */
+  #serveTubes = new Set<string>();
+  /** NOTIFYs heard so far: a turn that began a wait checks whether one came meanwhile. */
+  #heardSeq = 0;
+
+  readonly #ids: IdBlocks;
+
+  #conns = 0;
+  #draining = false;
+  #closing: Promise<void> | undefined;
+  #timer: TimerHandle | undefined;
+  #timerAt = Infinity;
+  /** When something in the database falls due (monotonic ms; known while clients wait). */
+  #dueAt = Infinity;
+  #leaseAt: number;
+  #leaseDue = false;
+
+  constructor(opts: PgEngineOptions, q: Statements, node: number, firstId: number, leaseMs: number) {
+    this.clock = opts.clock;
+    this.maxJobSize = opts.maxJobSize;
+    this.node = node;
+    this.channel = `tubeway.${opts.schema}`;
+    this.#sql = opts.sql;
+    this.#q = q;
+    this.#error = opts.error ?? ((l) => console.error(l));
+    this.#leaseMs = leaseMs;
+    this.#ids = new IdBlocks(
+      firstId,
+      () => this.#sql.query(q.idBlock).then(([row]) => Number(row!.id)),
+      (e) => this.#error(`pg: could not take a block of job ids: ${message(e)}`),
+    );
+    this.#runner = new TurnRunner(opts.sql, opts.turns, (slot) => this.#plan(slot), SLOTS);
+    this.#leaseAt = this.clock.now() + leaseMs / 3;
+    // The first turn releases what nodes whose lease lapsed still hold (a previous life's).
+    this.#leaseDue = true;
+    this.#runner.kick();
+    this.#arm();
+  }
+
+  // ---- connections ----------------------------------------------------------------
+
+  connect(wake: Wake): PgClient {
+    const t = this.#tubes.default;
+    t.using++;
+    t.watching++;
+    return new PgClient(t, wake, ++this.#conns);
+  }
+
+  disconnect(client: Client): void {
+    const c = client as PgClient;
+    c.closed = true;
+    if (c.isWaiting) this.#waiters.end(c);
+    this.#tubes.disconnect(c);
+    if (c.reserving) this.#unclaim(c);
+  }
+
+  // ---- producing ------------------------------------------------------------------
+
+  /** From this node's block of ids (ids.ts). */
+  takeId(): number {
+    return this.#ids.take();
+  }
+
+  put(c: Client, pri: number, delaySec: number, ttrSec: number, body: Uint8Array, id: number): Promise<PutResult> {
+    if (this.#draining) return Promise.resolve("DRAINING");
+    return new Promise((resolve, reject) => {
+      // ttr < 1 s is raised to 1 s, as 1.12 does.
+      const ttrMs = Math.max(ttrSec, 1) * 1000;
+      this.#puts.push({ id, tube: c.use.name, pri, delayMs: delaySec * 1000, ttrMs, body, resolve, reject });
+      this.#runner.kick();
+    });
+  }
+
+  // ---- consuming ------------------------------------------------------------------
+
+  /** Claimed with every other reserve and waiting client of the turn, at its end (merged.ts claimAll). */
+  reserve(client: Client, timeoutMs: number): Promise<JobOut | WaitEnd | null> {
+    const c = client as PgClient;
+    c.reserving = true;
+    return new Promise((resolve, reject) => {
+      this.#reserves.push({ c, timeoutMs, resolve, reject });
+      this.#runner.kick();
+    });
+  }
+
+  /** After COMMIT: a reserve's answer from its claim's row; true when the client now waits. */
+  #answer(r: ReserveReq, row: Row): boolean {
+    const c = r.c;
+    if (row.id !== null) {
+      if (c.closed) this.#unclaim(c);
+      r.resolve(jobOut(row));
+      return false;
+    }
+    const soonMs = row.soon_ms === null ? Infinity : Number(row.soon_ms);
+    if (soonMs <= DEADLINE_SOON_MS) r.resolve("DEADLINE_SOON");
+    else if (r.timeoutMs <= 0 || c.closed) r.resolve("TIMED_OUT");
+    else {
+      this.#beginWait(c, r.timeoutMs, soonMs, row.due_ms === null ? Infinity : Number(row.due_ms));
+      r.resolve(null);
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * A job was claimed for a client that is gone (or gave up waiting) by then: release
+   * what it holds. Its disconnect may have run in another transaction that could not
+   * see this claim yet.
+   */
+  #unclaim(c: PgClient): void {
+    this.#background(async (tx, turn) => {
+      for (const r of await tx.query(this.#q.disconnect, [this.node, c.conn])) turn.readied.add(r.tube as string);
+    });
+  }
+
+  cancelWait(client: Client): void {
+    const c = client as PgClient;
+    if (!c.isWaiting) return;
+    if (c.claiming) c.cancelled = true;
+    else this.#waiters.finish(c, "TIMED_OUT");
+  }
+
+  reserveJob(client: Client, id: number): Promise<JobOut | undefined> {
+    if (!(id <= MAX_ID)) return Promise.resolve(undefined);
+    const c = client as PgClient;
+    c.reserving = true;
+    return this.#op(async (tx) => {
+      const [row] = await tx.query(this.#q.reserveJob, [this.node, c.conn, id]);
+      return () => {
+        if (row && c.closed) this.#unclaim(c);
+        return row ? jobOut(row) : undefined;
+      };
+    });
+  }
+
+  delete(client: Client, id: number): Promise<"DELETED" | Refusal> {
+    if (!(id <= MAX_ID)) return Promise.resolve("NOT_FOUND");
+    const c = client as PgClient;
+    return new Promise((resolve, reject) => {
+      this.#deletes.push({ id, conn: c.conn, resolve, reject });
+      this.#runner.kick();
+    });
+  }
+
+  release(client: Client, id: number, pri: number, delaySec: number): Promise<"RELEASED" | Refusal> {
+    if (!(id <= MAX_ID)) return Promise.resolve("NOT_FOUND");
+    const c = client as PgClient;
+    return this.#op(async (tx, turn) => {
+      const [row] = await tx.query(this.#q.release, [this.node, c.conn, id, pri, delaySec]);
+      if (row && delaySec > 0) turn.due = true;
+      else if (row) turn.readied.add(row.tube as string);
+      return () => (row ? "RELEASED" : "NOT_FOUND");
+    });
+  }
+
+  bury(client: Client, id: number, pri: number): Promise<"BURIED" | Refusal> {
+    if (!(id <= MAX_ID)) return Promise.resolve("NOT_FOUND");
+    const c = client as PgClient;
+    return this.#op(async (tx) => {
+      const [row] = await tx.query(this.#q.bury, [this.node, c.conn, id, pri]);
+      return () => (row ? "BURIED" : "NOT_FOUND");
+    });
+  }
+
+  touch(client: Client, id: number): Promise<boolean> {
+    if (!(id <= MAX_ID)) return Promise.resolve(false);
+    const c = client as PgClient;
+    return this.#op(async (tx) => {
+      const [row] = await tx.query(this.#q.touch, [this.node, c.conn, id]);
+      return () => row !== undefined;
+    });
+  }
+
+  kick(c: Client, bound: number): Promise<number> {
+    const tube = c.use.name;
+    return this.#op(async (tx, turn) => {
+      const n = (await tx.query(this.#q.kick, [tube, bound])).length;
+      if (n > 0) turn.readied.add(tube);
+      return () => n;
+    });
+  }
+
+  kickJob(id: number): Promise<"KICKED" | Refusal> {
+    if (!(id <= MAX_ID)) return Promise.resolve("NOT_FOUND");
+    return this.#op(async (tx, turn) => {
+      const [row] = await tx.query(this.#q.kickJob, [id]);
+      if (row) turn.readied.add(row.tube as string);
+      return () => (row ? "KICKED" : "NOT_FOUND");
+    });
+  }
+
+  // ---- looking --------------------------------------------------------------------
+
+  peek(id: number): Promise<JobOut | undefined> {
+    if (!(id <= MAX_ID)) return Promise.resolve(undefined);
+    return this.#found(this.#q.peek, id);
+  }
+  peekReady(c: Client): Promise<JobOut | undefined> {
+    return this.#found(this.#q.peekReady, c.use.name);
+  }
+  peekDelayed(c: Client): Promise<JobOut | undefined> {
+    return this.#found(this.#q.peekDelayed, c.use.name);
+  }
+  peekBuried(c: Client): Promise<JobOut | undefined> {
+    return this.#found(this.#q.peekBuried, c.use.name);
+  }
+
+  statsJob(id: number): Promise<JobStats | undefined> {
+    if (!(id <= MAX_ID)) return Promise.resolve(undefined);
+    return this.#op(async (tx) => {
+      const [r] = await tx.query(this.#q.statsJob, [id]);
+      return () => r && jobStatsOf(id, r);
+    });
+  }
+
+  statsTube(name: string): Promise<TubeStats | undefined> {
+    return this.#read(async (tx) => {
+      const [row] = await tx.query(this.#q.statsTube, [name]);
+      return () => this.#tubes.stats(name, row);
+    });
+  }
+
+  stats(): Promise<EngineStats> {
+    return this.#read(async (tx) => {
+      const [stats, names] = await all([tx.query(this.#q.stats), tx.query(this.#q.tubeNames)]);
+      const s = stats![0];
+      return () => ({
+        urgent: Number(s!.urgent),
+        ready: Number(s!.ready),
+        reserved: Number(s!.reserved),
+        delayed: Number(s!.delayed),
+        buried: Number(s!.buried),
+        tubes: this.#tubes.sync(names!).length,
+        waiting: this.#waiters.size,
+        totalJobs: Number(s!.total_jobs),
+        jobTimeouts: Number(s!.job_timeouts),
+        draining: this.#draining,
+        binlog: {
+          oldestIndex: 0,
+          currentIndex: 0,
+          maxSize: DEFAULT_BINLOG_SIZE,
+          recordsWritten: 0,
+          recordsMigrated: 0,
+        },
+      });
+    });
+  }
+
+  tubeNames(): Promise<string[]> {
+    return this.#op(async (tx) => {
+      const rows = await tx.query(this.#q.tubeNames);
+      return () => this.#tubes.sync(rows);
+    });
+  }
+
+  tubes(names: readonly string[]): Promise<TubeSnapshot[]> {
+    return this.#read(async (tx) => {
+      const rows = await all(names.map((n) => tx.query(this.#q.statsTube, [n])));
+      return () => {
+        const out: TubeSnapshot[] = [];
+        names.forEach((n, i) => {
+          const s = this.#tubes.stats(n, rows[i]![0]);
+          if (!s) return;
+          const left = Math.max(0, Number(rows[i]![0]?.pause_left_ms ?? 0));
+          out.push({ ...s, paused: left > 0, pauseLeftMs: left, oldestReadyMs: 0 });
+        });
+        return out;
+      };
+    });
+  }
+
+  listJobs(tube: string, state: ListState, limit: number): Promise<JobList | undefined> {
+    return this.#read(async (tx) => {
+      const [counted, listed] = await all([
+        tx.query(this.#q.statsTube, [tube]),
+        tx.query(this.#q.listJobs, [tube, LIST_STATES[state], Math.max(0, limit)]),
+      ]);
+      const t = counted![0];
+      const rows = listed!;
+      return () => {
+        const s = this.#tubes.stats(tube, t);
+        if (!s) return undefined;
+        const jobs = rows.map((r) => jobSnapshotOf(r, state));
+        return { tube, state, total: s[state], jobs };
+      };
+    });
+  }
+
+  metrics(): EngineMetrics {
+    return { readyToReserve: this.#readyToReserve, reserveToDelete: this.#reserveToDelete, log: undefined };
+  }
+
+  // ---- tubes ----------------------------------------------------------------------
+
+  use(client: Client, name: string): void {
+    this.#tubes.use(client, name);
+  }
+
+  watch(client: Client, name: string): number {
+    return this.#tubes.watch(client, name);
+  }
+
+  ignore(client: Client, name: string): number | "NOT_IGNORED" {
+    return this.#tubes.ignore(client, name);
+  }
+
+  pauseTube(name: string, delaySec: number): Promise<boolean> {
+    const here = this.#tubes.has(name);
+    return this.#op(async (tx, turn) => {
+      const [row] = await tx.query(this.#q.pause, [name, delaySec, here]);
+      if (row && delaySec === 0) turn.readied.add(name);
+      else if (row) turn.due = true;
+      return () => row !== undefined;
+    });
+  }
+
+  // ---- the server -----------------------------------------------------------------
+
+  drain(): void {
+    this.#draining = true;
+  }
+
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** Answers come after their COMMIT already: replies may always go at once. */
+  settle(_s: Settling, _changed: boolean, _replies: boolean): boolean {
+    return false;
+  }
+
+  /** Stop the timer; once the turns under way are done, end this node's lease and close the pool. */
+  close(): void {
+    this.closed();
+  }
+
+  /** close(), settling when the pool is closed. */
+  closed(): Promise<void> {
+    if (this.#closing) return this.#closing;
+    if (this.#timer !== undefined) this.clock.clearTimer(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = -Infinity; // never armed again
+    this.#closing = (async () => {
+      await this.#runner.idle();
+      try {
+        await this.#sql.query(this.#q.retire, [this.node]);
+      } catch (e) {
+        this.#error(`pg: could not end this node's lease: ${message(e)}`);
+      }
+      await this.#sql.close();
+    })();
+    return this.#closing;
+  }
+
+  /** A NOTIFY on this schema's channel: "<node> r|d <tube>,<tube>...". */
+  heard(payload: string): void {
+    const [from, kind, tubes] = payload.split(" ");
+    if (Number(from) === this.node) return;
+    this.#heardSeq++;
+    if (this.#waiters.size === 0) return;
+    if (kind === "d" || !tubes) this.#serveAll = true;
+    else for (const t of tubes.split(",")) this.#serveTubes.add(t);
+    this.#runner.kick();
+  }
+
+  // ---- turns ----------------------------------------------------------------------
+
+  /** A command's statements for the next turn; its answer after COMMIT. */
+  #op<T>(run: (tx: Sql, turn: TurnState) => Promise<() => T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#ops.push({ run, resolve, reject } as Op);
+      this.#runner.kick();
+    });
+  }
+
+  /**
+   * A command that only reads and counts (stats, stats-tube, the metrics port's and the
+   * dashboard's views): on the pool, outside the turns, so that a scan of a large table
+   * never holds a turn's replies back. It sees everything committed, so every change
+   * acknowledged before it was asked; its statements count jobs as the next sweep would
+   * leave them.
+   */
+  #read<T>(run: (sql: Sql) => Promise<() => T>): Promise<T> {
+    return this.#tubes.forgotten().then(() => run(this.#sql)).then((then) => then());
+  }
+
+  /** Work no client waits for (a closed connection's reservations): failures are logged. */
+  #background(run: (tx: Sql, turn: TurnState) => Promise<void>): void {
+    this.#ops.push({
+      run: async (tx, turn) => {
+        await run(tx, turn);
+        return () => undefined;
+      },
+      resolve: () => {},
+      reject: (e) => this.#error(`pg: ${message(e)}`),
+    });
+    this.#runner.kick();
+  }
+
+  #found(text: string, arg: unknown): Promise<JobOut | undefined> {
+    return this.#op(async (tx) => {
+      const [row] = await tx.query(text, [arg]);
+      return () => (row ? jobOut(row) : undefined);
+    });
+  }
+
+  /** What gathered since the last turn, as one transaction's plan; undefined when there is nothing to do. */
+  #plan(slot: number): Plan | undefined {
+    const serve = this.#waiters.size > 0 && (this.#serveAll || this.#serveTubes.size > 0);
+    const work = this.#puts.length + this.#deletes.length + this.#reserves.length + this.#ops.length +
+      (this.#tubes.hasDrops ? 1 : 0);
+    if (work === 0 && !serve && !this.#leaseDue) return undefined;
+    const ops: Op[] = [this.#sweepOp(slot)];
+    if (this.#leaseDue) ops.push(this.#leaseOp());
+    const drops = this.#tubes.takeDrops();
+    const dropsDone = drops?.done;
+    if (drops) ops.push(this.#dropOp(drops.names));
+    if (this.#puts.length > 0) ops.push(putOp(this.#q, this.node, slot, this.#puts));
+    if (this.#deletes.length > 0) ops.push(deleteOp(this.#q, this.node, slot, this.#deletes));
+    ops.push(...this.#ops);
+    const serveAll = this.#serveAll;
+    const serveTubes = this.#serveTubes;
+    const reserves = this.#reserves;
+    this.#reserves = [];
+    this.#puts = [];
+    this.#deletes = [];
+    this.#ops = [];
+    this.#serveAll = false;
+    this.#serveTubes = new Set();
+    this.#leaseDue = false;
+    const heardAt = this.#heardSeq;
+    /** The waiting clients this turn claims for (marked claiming until it ends). */
+    let served: PgClient[] = [];
+    return {
+      ops,
+      end: (tx, turn) => {
+        // claims run again if the turn does: unmark the last attempt's
+        for (const c of served) c.claiming = false;
+        served = this.#waitersToServe(turn, serveAll, serveTubes);
+        return this.#end(tx, turn, served, reserves, heardAt).then((then) => () => {
+          then();
+          dropsDone?.();
+        });
+      },
+      failed: (e) => {
+        dropsDone?.();
+        for (const r of reserves) r.reject(e);
+        this.#error(`pg: transaction failed: ${message(e)}`);
+        for (const c of served) c.claiming = false;
+        if (serveAll || serveTubes.size > 0) this.#serveAll = true;
+        this.#arm();
+      },
+    };
+  }
+
+  #sweepOp(slot: number): Op {
+    return internalOp(async (tx, turn) => {
+      for (const r of await tx.query(this.#q.sweep, [this.node, slot])) turn.readied.add(r.tube as string);
+    });
+  }
+
+  #leaseOp(): Op {
+    return internalOp(async (tx, turn) => {
+      for (const r of await tx.query(this.#q.lease, [this.node, this.#leaseMs])) turn.readied.add(r.tube as string);
+    });
+  }
+
+  #dropOp(names: string[]): Op {
+    return internalOp(async (tx) => {
+      const gone = names.filter((n) => !this.#tubes.has(n));
+      if (gone.length > 0) await tx.query(this.#q.dropTubes, [gone]);
+    });
+  }
+
+  /**
+   * The end of a turn, in its transaction: forget tubes left empty, tell the other nodes
+   * what became ready, claim jobs for the clients waiting here, learn when the next thing
+   * falls due. After COMMIT: hand the claimed jobs over.
+   */
+  /**
+   * The waiting clients a turn claims for, first come first served: all of them, or those
+   * watching a tube that got ready jobs; not one a turn still in flight claims for.
+   */
+  #waitersToServe(turn: TurnState, serveAll: boolean, serveTubes: Set<string>): PgClient[] {
+    const served: PgClient[] = [];
+    for (const c of this.#waiters) {
+      if (!(serveAll || watchesAny(c, turn.readied) || watchesAny(c, serveTubes))) continue;
+      if (c.claiming) c.missed = true; // that claim may not have seen what this turn has
+      else {
+        c.claiming = true;
+        served.push(c);
+      }
+    }
+    return served;
+  }
+
+  async #end(
+    tx: Sql,
+    turn: TurnState,
+    served: PgClient[],
+    reserves: ReserveReq[],
+    heardAt: number,
+  ): Promise<() => void> {
+    const q = this.#q;
+    const work: Promise<unknown>[] = [];
+    const emptied = [...turn.emptied].filter((n) => !this.#tubes.referenced(n));
+    if (emptied.length > 0) work.push(tx.query(q.dropTubes, [emptied]));
+    if (turn.readied.size > 0 || turn.due) work.push(tx.query(q.notify, [this.channel, this.#payload(turn)]));
+    const claims = claimAll(tx, q, this.node, [...served, ...reserves.map((r) => r.c)]);
+    const due = this.#waiters.size > 0 ? tx.query(q.due) : undefined;
+    const [, claimed, dueRows] = await all<unknown>([all(work), claims, due ?? Promise.resolve(undefined)]) as [
+      unknown,
+      Map<PgClient, Row>,
+      Row[] | undefined,
+    ];
+    return () => {
+      this.#tubes.jobsMoved(turn);
+      const now = this.clock.now();
+      for (const c of served) {
+        c.claiming = false;
+        const row = claimed.get(c);
+        const got = row !== undefined && row.id !== null;
+        if (c.cancelled && c.isWaiting) this.#waiters.finish(c, "TIMED_OUT");
+        c.cancelled = false;
+        if (got && c.isWaiting) {
+          this.#waiters.end(c);
+          c.onWake(jobOut(row));
+        } else if (got) this.#unclaim(c); // closed or cancelled meanwhile: nobody takes this job
+        if (c.missed && c.isWaiting) this.#serveAll = true;
+        c.missed = false;
+      }
+      let began = false;
+      for (const r of reserves) began = this.#answer(r, claimed.get(r.c)!) || began;
+      // The claims of clients that began to wait in this turn may have seen a due time too.
+      const ms = dueRows?.[0]?.ms;
+      if (dueRows) this.#dueAt = Math.min(this.#dueAt, ms === null ? Infinity : now + Math.max(0, Number(ms)));
+      // A client that began waiting in this turn may have missed what another node told meanwhile.
+      if (began && this.#heardSeq !== heardAt) this.#serveAll = true;
+      if (this.#serveAll) this.#runner.kick();
+      this.#arm();
+    };
+  }
+
+  #payload(turn: TurnState): string {
+    const tubes = [...turn.readied].join(",");
+    return tubes.length > MAX_TUBES_PAYLOAD || turn.due ? `${this.node} d` : `${this.node} r ${tubes}`;
+  }
+
+  // ---- waiting ----------------------------------------------------------------------
+
+  /** c waits; `dueMs`: when something in the database falls due, as its claim saw it. */
+  #beginWait(c: PgClient, timeoutMs: number, soonMs: number, dueMs: number): void {
+    const now = this.clock.now();
+    if (now + dueMs < this.#dueAt) this.#dueAt = now + Math.max(0, dueMs);
+    this.#waiters.begin(c, now, timeoutMs, soonMs);
+    this.#arm();
+  }
+
+  // ---- the one timer ----------------------------------------------------------------
+
+  /** Set the timer for the soonest of: a waiter's timeout or DEADLINE_SOON, a due time, the lease. */
+  #arm(): void {
+    if (this.#timerAt === -Infinity) return; // closed
+    let at = this.#leaseAt;
+    if (this.#waiters.size > 0 && this.#dueAt < at) at = this.#dueAt;
+    at = Math.min(at, this.#waiters.nextWake());
+    if (at === this.#timerAt) return;
+    if (this.#timer !== undefined) this.clock.clearTimer(this.#timer);
+    this.#timerAt = at;
+    this.#timer = this.clock.setTimer(() => this.#tick(), Math.max(0, at - this.clock.now()));
+  }
+
+  #tick(): void {
+    this.#timer = undefined;
+    this.#timerAt = Infinity;
+    const now = this.clock.now();
+    this.#waiters.expire(now);
+    if (this.#dueAt <= now) {
+      this.#dueAt = Infinity;
+      if (this.#waiters.size > 0) {
+        this.#serveAll = true;
+        this.#runner.kick();
+      }
+    }
+    if (this.#leaseAt <= now) {
+      this.#leaseAt = now + this.#leaseMs / 3;
+      this.#leaseDue = true;
+      this.#runner.kick();
+    }
+    this.#arm();
+  }
+}

@@ -1,0 +1,131 @@
+// The commands a turn runs as ONE statement for all connections: every put of the turn
+// in one multi-row insert (the bodies as one bytea, sliced by offset: a bytea[]
+// parameter is not something every driver sends), every delete in one delete, and the
+// claims of every reserve and waiting client in one statement per watch set.
+import type { PutResult, Refusal } from "../engine.ts";
+import type { Row, Sql } from "./sql.ts";
+import type { Statements } from "./statements.ts";
+import { all, type Op, type TurnState } from "./turn.ts";
+import type { PgClient } from "./client.ts";
+
+/** A put waiting for its turn. */
+export interface PutReq {
+  id: number;
+  tube: string;
+  pri: number;
+  delayMs: number;
+  ttrMs: number;
+  body: Uint8Array;
+  resolve(r: PutResult): void;
+  reject(e: unknown): void;
+}
+
+/** A delete waiting for its turn. */
+export interface DeleteReq {
+  id: number;
+  conn: number;
+  resolve(r: "DELETED" | Refusal): void;
+  reject(e: unknown): void;
+}
+
+/** Work of the engine's own in a turn (a sweep, the lease): nothing to answer; a failure fails the turn. */
+export function internalOp(run: (tx: Sql, turn: TurnState) => Promise<void>): Op {
+  return {
+    run: async (tx, turn) => {
+      await run(tx, turn);
+      return () => undefined;
+    },
+    resolve: () => {},
+    reject: () => {}, // the plan's failed() reports it
+  };
+}
+
+/** Every put of the turn in one insert. */
+export function putOp(q: Statements, node: number, slot: number, puts: PutReq[]): Op {
+  let size = 0;
+  for (const p of puts) size += p.body.length;
+  const bodies = new Uint8Array(size);
+  const offsets: number[] = [];
+  const lengths: number[] = [];
+  let at = 0;
+  for (const p of puts) {
+    bodies.set(p.body, at);
+    offsets.push(at + 1); // substring() counts from 1
+    lengths.push(p.body.length);
+    at += p.body.length;
+  }
+  const params = [
+    node,
+    puts.map((p) => p.id),
+    puts.map((p) => p.tube),
+    puts.map((p) => p.pri),
+    puts.map((p) => p.delayMs),
+    puts.map((p) => p.ttrMs),
+    bodies,
+    offsets,
+    lengths,
+    slot,
+  ];
+  return {
+    run: async (tx, turn) => {
+      await tx.query(q.put, params);
+      for (const p of puts) {
+        turn.filled.add(p.tube);
+        if (p.delayMs > 0) turn.due = true;
+        else turn.readied.add(p.tube);
+      }
+      return () => undefined;
+    },
+    resolve: () => {
+      for (const p of puts) p.resolve({ id: p.id });
+    },
+    reject: (e) => {
+      for (const p of puts) p.reject(e);
+    },
+  };
+}
+
+/** Every delete of the turn in one statement. */
+export function deleteOp(q: Statements, node: number, slot: number, dels: DeleteReq[]): Op {
+  const params = [node, dels.map((d) => d.id), dels.map((d) => d.conn), slot];
+  let done = new Set<string>();
+  return {
+    run: async (tx, turn) => {
+      done = new Set();
+      for (const r of await tx.query(q.delete, params)) {
+        if (r.k === "d") done.add(`${r.id} ${r.conn}`);
+        else turn.emptied.add(r.tube as string);
+      }
+      return () => undefined;
+    },
+    resolve: () => {
+      for (const d of dels) d.resolve(done.delete(`${d.id} ${d.conn}`) ? "DELETED" : "NOT_FOUND");
+    },
+    reject: (e) => {
+      for (const d of dels) d.reject(e);
+    },
+  };
+}
+
+/**
+ * Claim a job for each of `clients` (first come first served): one statement for all
+ * those watching the same tubes. Rows by client: its job or nulls, soon_ms, due_ms.
+ */
+export async function claimAll(tx: Sql, q: Statements, node: number, clients: PgClient[]): Promise<Map<PgClient, Row>> {
+  const groups = new Map<string, PgClient[]>();
+  for (const c of clients) {
+    const key = c.watchedTubes().sort().join(" "); // a tube name has no space
+    const g = groups.get(key);
+    if (g) g.push(c);
+    else groups.set(key, [c]);
+  }
+  const results = await all(
+    [...groups.values()].map((g) => tx.query(q.claims, [node, g.map((c) => c.conn), g[0]!.watchedTubes(), g.length])),
+  );
+  const out = new Map<PgClient, Row>();
+  [...groups.values()].forEach((g, i) => {
+    const byConn = new Map(results[i]!.map((r) => [Number(r.conn), r]));
+    for (const c of g) out.set(c, byConn.get(c.conn)!);
+  });
+  return out;
+}

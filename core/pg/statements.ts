@@ -1,0 +1,226 @@
+// The engine's SQL, one constant per statement, for one schema. Each command is one
+// statement (CTEs where it touches several tables), so a turn's statements can be
+// pipelined without waiting for each other. Times are the database's: now() is the
+// transaction's start, the same for every statement of a turn.
+import { BURIED, DELAYED, READY, RESERVED } from "./schema.ts";
+
+const MS = "interval '1 millisecond'";
+/** Milliseconds from now() to a timestamptz expression (negative when past), as float8. */
+const msUntil = (t: string) => `(extract(epoch from (${t}) - now()) * 1000)::float8`;
+/** The columns a reserved or found job is shown with. */
+const OUT = "j.id::float8 as id, j.body";
+/** What a job that goes back to ready without a counter moving gets. */
+const UNRESERVE = "state = " + READY + ", ready_at = now(), node = null, conn = null, deadline = null";
+
+/**
+ * A job's state as the next turn's sweep would leave it: the counts are read outside
+ * the turns (they scan), so they must not depend on when the last sweep ran.
+ */
+const NOW_READY =
+  `(state = ${READY} or (state = ${DELAYED} and ready_at <= now()) or (state = ${RESERVED} and deadline <= now()))`;
+const NOW_RESERVED = `(state = ${RESERVED} and deadline > now())`;
+const NOW_DELAYED = `(state = ${DELAYED} and ready_at > now())`;
+
+export function statements(S: string) {
+  /** Ms until the next delayed job is due, a TTR ends or a pause ends, anywhere; null when nothing is. */
+  const dueMs = msUntil(`least(
+        (select min(ready_at) from ${S}.jobs where state = ${DELAYED}),
+        (select min(deadline) from ${S}.jobs where state = ${RESERVED}),
+        (select min(pause_until) from ${S}.tubes where pause_until > now()))`);
+  return {
+    /** Delayed jobs whose time has come, and reservations whose TTR ended, back to ready; $1 node, $2 slot. */
+    sweep: `with p as (
+        update ${S}.jobs j set state = ${READY} from (
+          select id from ${S}.jobs where state = ${DELAYED} and ready_at <= now() for update skip locked) d
+        where j.id = d.id returning j.tube),
+      t as (
+        update ${S}.jobs j set ${UNRESERVE}, timeouts = j.timeouts + 1 from (
+          select id from ${S}.jobs where state = ${RESERVED} and deadline <= now() for update skip locked) d
+        where j.id = d.id returning j.tube),
+      n as (insert into ${S}.node_counts as x (node, slot, job_timeouts)
+          select $1, $2::int2, count(*) from t having count(*) > 0
+        on conflict (node, slot) do update set job_timeouts = x.job_timeouts + excluded.job_timeouts)
+      select tube from p union all select tube from t`,
+
+    /** Renew this node's lease ($1 node, $2 ms) and release the reservations of nodes whose lease lapsed. */
+    lease: `with l as (update ${S}.nodes set lease_until = now() + $2::int8 * ${MS} where id = $1),
+      r as (update ${S}.jobs j set ${UNRESERVE} from (
+          select id from ${S}.jobs where state = ${RESERVED} and node in (
+            select id from ${S}.nodes where lease_until < now() and id <> $1) for update skip locked) d
+        where j.id = d.id returning j.tube)
+      select tube from r`,
+
+    /** A new node life with its lease ($1 ms); its id. */
+    register: `insert into ${S}.nodes (lease_until) values (now() + $1::int8 * ${MS}) returning id::float8 as id`,
+    /** This node stops: its lease ends now, so any node may release what it still holds. */
+    retire: `update ${S}.nodes set lease_until = now() - interval '1 second' where id = $1`,
+    /** A block of ID_BLOCK ids starts here. */
+    idBlock: `select nextval('${S}.job_ids')::float8 as id`,
+
+    /**
+     * Every put of a turn: $1 node, then per job id, tube, pri, delay ms, ttr ms, and the
+     * body as offset/length into $7, all the bodies in one bytea (a bytea[] parameter
+     * is not something every driver sends); $10 the turn's slot.
+     */
+    put: `with t as (
+        insert into ${S}.tube_counts as x (tube, node, slot, jobs, total_jobs)
+          select tube, $1, $10::int2, count(*), count(*) from unnest($3::text[]) as u(tube) group by tube order by tube
+        on conflict (tube, node, slot) do update set jobs = x.jobs + excluded.jobs,
+          total_jobs = x.total_jobs + excluded.total_jobs),
+      n as (insert into ${S}.node_counts as x (node, slot, total_jobs) values ($1, $10::int2, cardinality($2::int8[]))
+        on conflict (node, slot) do update set total_jobs = x.total_jobs + excluded.total_jobs)
+      insert into ${S}.jobs (id, tube, state, pri, delay_ms, ttr_ms, created_at, ready_at, body)
+        select id, tube, case when d > 0 then ${DELAYED} else ${READY} end, pri, d, ttr, now(), now() + d * ${MS},
+          substring($7::bytea from o for l)
+        from unnest($2::int8[], $3::text[], $4::int8[], $5::int8[], $6::int8[], $8::int4[], $9::int4[])
+          as u(id, tube, pri, d, ttr, o, l)`,
+
+    /**
+     * Every delete of a turn: $1 node, $2 ids, $3 the deleting connections (a reserved
+     * job only by its holder), $4 the turn's slot. Rows: k 'd' per deleted id with the connection whose
+     * delete it was; k 't' per tube left without jobs.
+     */
+    delete: `with d as (
+        delete from ${S}.jobs j using unnest($2::int8[], $3::int8[]) as u(id, conn)
+        where j.id = u.id and (j.state <> ${RESERVED} or (j.node = $1 and j.conn = u.conn))
+        returning j.id, j.tube, u.conn),
+      c as (select tube, count(*) as n from d group by tube),
+      t as (insert into ${S}.tube_counts as x (tube, node, slot, jobs, cmd_delete)
+          select tube, $1, $4::int2, -n, n from c order by tube
+        on conflict (tube, node, slot) do update set jobs = x.jobs + excluded.jobs, cmd_delete = x.cmd_delete + excluded.cmd_delete
+        returning x.tube, x.jobs)
+      select 'd' as k, id::float8 as id, conn::float8 as conn, tube from d
+      union all select 't', null, null, t.tube from t
+        where t.jobs + (select coalesce(sum(o.jobs), 0) from ${S}.tube_counts o
+          where o.tube = t.tube and (o.node, o.slot) <> ($1, $4::int2)) <= 0`,
+
+    /**
+     * reserve, for the connections $2 of node $1 (first come first served) that watch
+     * the same tubes $3 ($4 of them): the best (pri, id) ready jobs of those tubes that
+     * are not paused, the first to the first connection. Per tube, the head of its
+     * (tube, pri, id) index, LIMIT $4 FOR UPDATE SKIP LOCKED (a row another transaction
+     * is claiming or deleting is passed over; no sort of the whole queue); then the best
+     * $4 of those heads. Heads not chosen stay locked until COMMIT, so a concurrent
+     * claim on another node may pass over them (docs/pg.md). One row per connection:
+     * its job (or nulls), soon_ms (to its nearest TTR end before this claim: DEADLINE_SOON)
+     * and due_ms (see due; for one that will wait).
+     */
+    claims: `with w as (
+        select tube from unnest($3::text[]) as u(tube)
+        where not exists (select 1 from ${S}.tubes p where p.name = u.tube and p.pause_until > now())),
+      h as (select x.id, x.pri from w cross join lateral (
+          select id, pri from ${S}.jobs where state = ${READY} and tube = w.tube
+          order by pri, id limit $4::int8 for update skip locked) as x),
+      c as (select id, row_number() over (order by pri, id) as rn
+        from (select id, pri from h order by pri, id limit $4::int8) as b),
+      u as (update ${S}.jobs j set state = ${RESERVED}, node = $1, conn = ($2::int8[])[c.rn::int4],
+          deadline = now() + j.ttr_ms * ${MS}, reserves = j.reserves + 1
+        from c where j.id = c.id returning j.id, j.body, j.conn),
+      s as (select conn, ${msUntil("min(deadline)")} as soon_ms from ${S}.jobs
+        where state = ${RESERVED} and node = $1 and conn = any($2::int8[]) group by conn)
+      select k.conn::float8 as conn, u.id::float8 as id, u.body, s.soon_ms, ${dueMs} as due_ms
+      from unnest($2::int8[]) as k(conn) left join u on u.conn = k.conn left join s on s.conn = k.conn`,
+    /** reserve-job $3 for node $1 connection $2: any job not reserved, in any tube. */
+    reserveJob: `update ${S}.jobs j set state = ${RESERVED}, node = $1, conn = $2, deadline = now() + j.ttr_ms * ${MS},
+        reserves = j.reserves + 1, buried_seq = null
+      where j.id = $3 and j.state <> ${RESERVED} returning ${OUT}`,
+    /** release $3 (held by $1/$2) with pri $4 and delay $5 s. */
+    release: `update ${S}.jobs j set state = case when $5::int8 > 0 then ${DELAYED} else ${READY} end, pri = $4::int8,
+        delay_ms = $5::int8 * 1000, ready_at = now() + $5::int8 * 1000 * ${MS}, releases = j.releases + 1,
+        node = null, conn = null, deadline = null
+      where j.id = $3 and j.state = ${RESERVED} and j.node = $1 and j.conn = $2 returning j.tube`,
+    /** bury $3 (held by $1/$2) with pri $4: last in its tube's buried FIFO. */
+    bury: `update ${S}.jobs j set state = ${BURIED}, pri = $4::int8, buries = j.buries + 1,
+        buried_seq = nextval('${S}.bury_seq'), node = null, conn = null, deadline = null
+      where j.id = $3 and j.state = ${RESERVED} and j.node = $1 and j.conn = $2 returning j.id`,
+    /** touch $3 (held by $1/$2): a fresh full TTR. */
+    touch: `update ${S}.jobs j set deadline = now() + j.ttr_ms * ${MS}
+      where j.id = $3 and j.state = ${RESERVED} and j.node = $1 and j.conn = $2 returning j.id`,
+    /** kick up to $2 jobs of tube $1: buried ones (oldest-buried first) if it has any, else delayed (soonest first). */
+    kick: `with b as (select exists (select 1 from ${S}.jobs where state = ${BURIED} and tube = $1) as buried),
+      k as (select id from ${S}.jobs, b
+        where tube = $1 and state = case when b.buried then ${BURIED} else ${DELAYED} end
+        order by case when b.buried then buried_seq end, ready_at, id limit $2::int8 for update skip locked)
+      update ${S}.jobs j set state = ${READY}, kicks = j.kicks + 1, ready_at = now(), buried_seq = null
+      from k where j.id = k.id returning j.id`,
+    /** kick-job $1: a buried or delayed job in any tube. */
+    kickJob: `update ${S}.jobs j set state = ${READY}, kicks = j.kicks + 1, ready_at = now(), buried_seq = null
+      where j.id = $1 and j.state in (${BURIED}, ${DELAYED}) returning j.tube`,
+    /** A closed connection's reservations ($1 node, $2 connection) straight back to ready. */
+    disconnect: `update ${S}.jobs j set ${UNRESERVE}
+      where j.state = ${RESERVED} and j.node = $1 and j.conn = $2 returning j.tube`,
+
+    peek: `select ${OUT} from ${S}.jobs j where j.id = $1`,
+    peekReady: `select ${OUT} from ${S}.jobs j where j.state = ${READY} and j.tube = $1 order by j.pri, j.id limit 1`,
+    peekDelayed:
+      `select ${OUT} from ${S}.jobs j where j.state = ${DELAYED} and j.tube = $1 order by j.ready_at, j.id limit 1`,
+    peekBuried:
+      `select ${OUT} from ${S}.jobs j where j.state = ${BURIED} and j.tube = $1 order by j.buried_seq limit 1`,
+    statsJob: `select tube, state, pri::float8 as pri, delay_ms::float8 as delay_ms, ttr_ms::float8 as ttr_ms,
+        reserves, timeouts, releases, buries, kicks, -${msUntil("created_at")} as age_ms,
+        ${msUntil(`case when state = ${RESERVED} then deadline when state = ${DELAYED} then ready_at end`)} as left_ms
+      from ${S}.jobs where id = $1`,
+    /** Per-state counts of tube $1 (counted), its counters and its pause (zeros for a tube the database does not know). */
+    statsTube: `select
+        (select coalesce(sum(jobs), 0)::float8 from ${S}.tube_counts where tube = $1) as jobs,
+        (select coalesce(sum(total_jobs), 0)::float8 from ${S}.tube_counts where tube = $1) as total_jobs,
+        (select coalesce(sum(cmd_delete), 0)::float8 from ${S}.tube_counts where tube = $1) as cmd_delete,
+        coalesce(p.cmd_pause, 0)::float8 as cmd_pause, coalesce(p.pause_ms, 0)::float8 as pause_ms,
+        coalesce(${msUntil("p.pause_until")}, 0) as pause_left_ms,
+        (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_READY} and pri < 1024) as urgent,
+        (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_READY}) as ready,
+        (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_RESERVED}) as reserved,
+        (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_DELAYED}) as delayed,
+        (select count(*)::float8 from ${S}.jobs where tube = $1 and state = ${BURIED}) as buried
+      from (select 1) as one left join ${S}.tubes p on p.name = $1`,
+    /** The cluster's job gauges (counted: a scan of the jobs table) and counters. */
+    stats: `select
+        count(*) filter (where ${NOW_READY} and pri < 1024)::float8 as urgent,
+        count(*) filter (where ${NOW_READY})::float8 as ready,
+        count(*) filter (where ${NOW_RESERVED})::float8 as reserved,
+        count(*) filter (where ${NOW_DELAYED})::float8 as delayed,
+        count(*) filter (where state = ${BURIED})::float8 as buried,
+        (select coalesce(sum(total_jobs), 0)::float8 from ${S}.node_counts) as total_jobs,
+        (select coalesce(sum(job_timeouts), 0)::float8 from ${S}.node_counts) as job_timeouts
+      from ${S}.jobs`,
+    /** Tubes with jobs, in the order they were first counted. */
+    tubeNames: `select tube as name from ${S}.tube_counts group by tube having sum(jobs) > 0 order by min(seq)`,
+    /**
+     * pause-tube $1 for $2 s ($3: referenced here, so it exists even without jobs). No
+     * row when there is no such tube.
+     */
+    pause: `insert into ${S}.tubes as x (name, cmd_pause, pause_ms, pause_until)
+        select $1::text, 1, $2::int8 * 1000, case when $2::int8 > 0 then now() + $2::int8 * 1000 * ${MS} end
+        where $3::boolean or (select coalesce(sum(jobs), 0) from ${S}.tube_counts where tube = $1) > 0
+      on conflict (name) do update set cmd_pause = x.cmd_pause + 1, pause_ms = excluded.pause_ms,
+        pause_until = excluded.pause_until
+      returning 1`,
+    /**
+     * Forget tubes $1 that have no jobs (nothing here refers to them): their pause and
+     * counters go with them. A count row goes when it is 0 (rechecked if another node is
+     * changing it right now) or when its node's lease lapsed, and only when no live node's
+     * row holds a count: the sums stay right whatever runs at the same time.
+     */
+    dropTubes: `with g as (
+        select name from unnest($1::text[]) as u(name)
+        where name <> 'default'
+          and (select coalesce(sum(jobs), 0) from ${S}.tube_counts where tube = u.name) = 0
+          and not exists (select 1 from ${S}.tube_counts c join ${S}.nodes n on n.id = c.node
+            where c.tube = u.name and c.jobs <> 0 and n.lease_until >= now())),
+      c as (delete from ${S}.tube_counts x using g where x.tube = g.name
+        and (x.jobs = 0 or x.node in (select id from ${S}.nodes where lease_until < now())))
+      delete from ${S}.tubes x using g where x.name = g.name`,
+    /** Ms until the next delayed job is due, a TTR ends or a pause ends, anywhere; null when nothing is. */
+    due: `select ${dueMs} as ms`,
+    notify: "select pg_notify($1, $2)",
+    /** Up to $3 jobs of tube $1 in state $2, in serving order (the dashboard). */
+    listJobs: `select id::float8 as id, pri::float8 as pri, delay_ms::float8 as delay_ms, ttr_ms::float8 as ttr_ms,
+        reserves, timeouts, releases, buries, kicks, -${msUntil("created_at")} as age_ms,
+        greatest(0, ${msUntil("ready_at")}) as left_ms, body
+      from ${S}.jobs where tube = $1 and state = $2
+      order by case when $2 = ${READY} then pri end, case when $2 = ${BURIED} then buried_seq end, ready_at, id
+      limit $3::int8`,
+  };
+}
+
+export type Statements = ReturnType<typeof statements>;
