@@ -5,13 +5,13 @@
 import postgres from "postgres";
 import type { Row, Sql, SqlClient } from "../core/pg/sql.ts";
 
-/** Connections per node: one for its turns, one for id blocks and the rest, one spare. (LISTEN has its own.) */
-const POOL = 3;
+/** Connections per node: two for its turns in flight, one for reads and id blocks, one spare. (LISTEN has its own.) */
+const POOL = 4;
 
 type Driver = postgres.Sql<Record<string, never>>;
 type Params = postgres.ParameterOrJSON<never>[];
 
-function runner(sql: Driver | postgres.TransactionSql<Record<string, never>>): Sql {
+function runner(sql: Driver | postgres.ReservedSql<Record<string, never>>): Sql {
   return {
     // then() sends the statement now: statements issued one after another without
     // awaiting are pipelined on the connection, in the order issued.
@@ -31,12 +31,40 @@ export function pgClient(url: string | undefined): SqlClient {
   const sql: Driver = url ? postgres(url, options) : postgres(options);
   return {
     ...runner(sql),
-    transaction: <T>(body: (tx: Sql) => Promise<T>) => sql.begin((tx) => body(runner(tx))) as Promise<T>,
+    transaction: <T>(body: (tx: Sql) => Promise<T>) => transaction(sql, body),
     listen: async (channel, onNotify) => {
       await sql.listen(channel, onNotify);
     },
     close: () => sql.end({ timeout: 5 }),
   };
+}
+
+/**
+ * BEGIN, the body's statements and COMMIT on one reserved connection, BEGIN pipelined
+ * with the first statements: sql.begin() waits for BEGIN's answer first, a round trip
+ * of four in a turn (BEGIN, the commands, the turn's end, COMMIT) that buys nothing.
+ * A failed statement aborts the transaction: ROLLBACK, and the error goes up.
+ */
+async function transaction<T>(sql: Driver, body: (tx: Sql) => Promise<T>): Promise<T> {
+  const tx = await sql.reserve();
+  try {
+    const begin = tx.unsafe("begin").execute();
+    let result: T;
+    try {
+      result = await body(runner(tx));
+      await begin;
+    } catch (e) {
+      await begin.catch(() => {});
+      await tx.unsafe("rollback").catch(() => {});
+      throw e;
+    }
+    const done = await tx.unsafe("commit");
+    // COMMIT of a transaction that failed answers ROLLBACK
+    if (done.command !== "COMMIT") throw new Error(`COMMIT answered ${done.command}`);
+    return result;
+  } finally {
+    tx.release();
+  }
 }
 
 /** Where a URL points, without its password, for messages: "host:port/db". */

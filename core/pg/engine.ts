@@ -4,7 +4,7 @@
 // connections (used and watched tubes, their waits in reserve) and its id blocks.
 // Every answer is a promise given after the COMMIT of the turn that made it (turn.ts).
 import type { Client } from "../model.ts";
-import type { Clock, TimerHandle, Turns } from "../clock.ts";
+import type { Clock, Turns } from "../clock.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "../histogram.ts";
 import { DEFAULT_BINLOG_SIZE } from "../config.ts";
 import type {
@@ -28,7 +28,8 @@ import { migrate, SLOTS } from "./schema.ts";
 import { IdBlocks } from "./ids.ts";
 import { type Statements, statements } from "./statements.ts";
 import { all, type Op, type Plan, TurnRunner, type TurnState } from "./turn.ts";
-import { DEADLINE_SOON_MS, PgClient, Waiters, watchesAny } from "./client.ts";
+import { DEADLINE_SOON_MS, PgClient } from "./client.ts";
+import { type ServeOrder, Serving } from "./serving.ts";
 import { NodeTubes } from "./node_tubes.ts";
 import { claimAll, deleteOp, type DeleteReq, internalOp, putOp, type PutReq } from "./merged.ts";
 import { jobOut, jobSnapshotOf, jobStatsOf, LIST_STATES, message } from "./views.ts";
@@ -89,8 +90,8 @@ export class PgEngine implements Engine {
   readonly #leaseMs: number;
   /** The tubes of this node's connections, and those it knows have jobs (node_tubes.ts). */
   readonly #tubes = new NodeTubes(() => this.#runner.kick());
-  /** Waiting clients, first come first served. */
-  readonly #waiters = new Waiters();
+  /** Clients waiting in reserve, and the one timer (serving.ts). */
+  readonly #serving: Serving;
   readonly #readyToReserve = new Histogram(QUEUE_BOUNDS_MS);
   readonly #reserveToDelete = new Histogram(QUEUE_BOUNDS_MS);
 
@@ -98,24 +99,11 @@ export class PgEngine implements Engine {
   #reserves: ReserveReq[] = [];
   #deletes: DeleteReq[] = [];
   #ops: Op[] = [];
-  /** Serve every waiter in the next turn (a timer, a due time that moved). */
-  #serveAll = false;
-  /** Serve the waiters on these tubes in the next turn (another node readied them). */
-  #serveTubes = new Set<string>();
-  /** NOTIFYs heard so far: a turn that began a wait checks whether one came meanwhile. */
-  #heardSeq = 0;
-
   readonly #ids: IdBlocks;
 
   #conns = 0;
   #draining = false;
   #closing: Promise<void> | undefined;
-  #timer: TimerHandle | undefined;
-  #timerAt = Infinity;
-  /** When something in the database falls due (monotonic ms; known while clients wait). */
-  #dueAt = Infinity;
-  #leaseAt: number;
-  #leaseDue = false;
 
   constructor(opts: PgEngineOptions, q: Statements, node: number, firstId: number, leaseMs: number) {
     this.clock = opts.clock;
@@ -132,11 +120,9 @@ export class PgEngine implements Engine {
       (e) => this.#error(`pg: could not take a block of job ids: ${message(e)}`),
     );
     this.#runner = new TurnRunner(opts.sql, opts.turns, (slot) => this.#plan(slot), SLOTS);
-    this.#leaseAt = this.clock.now() + leaseMs / 3;
+    this.#serving = new Serving(this.clock, leaseMs, () => this.#runner.kick());
     // The first turn releases what nodes whose lease lapsed still hold (a previous life's).
-    this.#leaseDue = true;
     this.#runner.kick();
-    this.#arm();
   }
 
   // ---- connections ----------------------------------------------------------------
@@ -151,7 +137,7 @@ export class PgEngine implements Engine {
   disconnect(client: Client): void {
     const c = client as PgClient;
     c.closed = true;
-    if (c.isWaiting) this.#waiters.end(c);
+    if (c.isWaiting) this.#serving.waiters.end(c);
     this.#tubes.disconnect(c);
     if (c.reserving) this.#unclaim(c);
   }
@@ -197,7 +183,7 @@ export class PgEngine implements Engine {
     if (soonMs <= DEADLINE_SOON_MS) r.resolve("DEADLINE_SOON");
     else if (r.timeoutMs <= 0 || c.closed) r.resolve("TIMED_OUT");
     else {
-      this.#beginWait(c, r.timeoutMs, soonMs, row.due_ms === null ? Infinity : Number(row.due_ms));
+      this.#serving.begin(c, r.timeoutMs, soonMs, row.due_ms === null ? Infinity : Number(row.due_ms));
       r.resolve(null);
       return true;
     }
@@ -216,10 +202,7 @@ export class PgEngine implements Engine {
   }
 
   cancelWait(client: Client): void {
-    const c = client as PgClient;
-    if (!c.isWaiting) return;
-    if (c.claiming) c.cancelled = true;
-    else this.#waiters.finish(c, "TIMED_OUT");
+    this.#serving.cancel(client as PgClient);
   }
 
   reserveJob(client: Client, id: number): Promise<JobOut | undefined> {
@@ -333,7 +316,7 @@ export class PgEngine implements Engine {
         delayed: Number(s!.delayed),
         buried: Number(s!.buried),
         tubes: this.#tubes.sync(names!).length,
-        waiting: this.#waiters.size,
+        waiting: this.#serving.waiters.size,
         totalJobs: Number(s!.total_jobs),
         jobTimeouts: Number(s!.job_timeouts),
         draining: this.#draining,
@@ -439,9 +422,7 @@ export class PgEngine implements Engine {
   /** close(), settling when the pool is closed. */
   closed(): Promise<void> {
     if (this.#closing) return this.#closing;
-    if (this.#timer !== undefined) this.clock.clearTimer(this.#timer);
-    this.#timer = undefined;
-    this.#timerAt = -Infinity; // never armed again
+    this.#serving.stop();
     this.#closing = (async () => {
       await this.#runner.idle();
       try {
@@ -458,11 +439,7 @@ export class PgEngine implements Engine {
   heard(payload: string): void {
     const [from, kind, tubes] = payload.split(" ");
     if (Number(from) === this.node) return;
-    this.#heardSeq++;
-    if (this.#waiters.size === 0) return;
-    if (kind === "d" || !tubes) this.#serveAll = true;
-    else for (const t of tubes.split(",")) this.#serveTubes.add(t);
-    this.#runner.kick();
+    this.#serving.heard(kind === "d" || !tubes ? undefined : tubes.split(","));
   }
 
   // ---- turns ----------------------------------------------------------------------
@@ -508,29 +485,23 @@ export class PgEngine implements Engine {
 
   /** What gathered since the last turn, as one transaction's plan; undefined when there is nothing to do. */
   #plan(slot: number): Plan | undefined {
-    const serve = this.#waiters.size > 0 && (this.#serveAll || this.#serveTubes.size > 0);
     const work = this.#puts.length + this.#deletes.length + this.#reserves.length + this.#ops.length +
       (this.#tubes.hasDrops ? 1 : 0);
-    if (work === 0 && !serve && !this.#leaseDue) return undefined;
+    if (work === 0 && !this.#serving.wanted) return undefined;
+    const order = this.#serving.take();
     const ops: Op[] = [this.#sweepOp(slot)];
-    if (this.#leaseDue) ops.push(this.#leaseOp());
+    if (order.leaseDue) ops.push(this.#leaseOp());
     const drops = this.#tubes.takeDrops();
     const dropsDone = drops?.done;
     if (drops) ops.push(this.#dropOp(drops.names));
     if (this.#puts.length > 0) ops.push(putOp(this.#q, this.node, slot, this.#puts));
     if (this.#deletes.length > 0) ops.push(deleteOp(this.#q, this.node, slot, this.#deletes));
     ops.push(...this.#ops);
-    const serveAll = this.#serveAll;
-    const serveTubes = this.#serveTubes;
     const reserves = this.#reserves;
     this.#reserves = [];
     this.#puts = [];
     this.#deletes = [];
     this.#ops = [];
-    this.#serveAll = false;
-    this.#serveTubes = new Set();
-    this.#leaseDue = false;
-    const heardAt = this.#heardSeq;
     /** The waiting clients this turn claims for (marked claiming until it ends). */
     let served: PgClient[] = [];
     return {
@@ -538,8 +509,8 @@ export class PgEngine implements Engine {
       end: (tx, turn) => {
         // claims run again if the turn does: unmark the last attempt's
         for (const c of served) c.claiming = false;
-        served = this.#waitersToServe(turn, serveAll, serveTubes);
-        return this.#end(tx, turn, served, reserves, heardAt).then((then) => () => {
+        served = this.#serving.toServe(turn, order);
+        return this.#end(tx, turn, served, reserves, order).then((then) => () => {
           then();
           dropsDone?.();
         });
@@ -548,9 +519,7 @@ export class PgEngine implements Engine {
         dropsDone?.();
         for (const r of reserves) r.reject(e);
         this.#error(`pg: transaction failed: ${message(e)}`);
-        for (const c of served) c.claiming = false;
-        if (serveAll || serveTubes.size > 0) this.#serveAll = true;
-        this.#arm();
+        this.#serving.failed(order, served);
       },
     };
   }
@@ -576,32 +545,15 @@ export class PgEngine implements Engine {
 
   /**
    * The end of a turn, in its transaction: forget tubes left empty, tell the other nodes
-   * what became ready, claim jobs for the clients waiting here, learn when the next thing
-   * falls due. After COMMIT: hand the claimed jobs over.
+   * what became ready, claim jobs for the waiting clients and this turn's reserves, learn
+   * when the next thing falls due. After COMMIT: hand the claimed jobs over.
    */
-  /**
-   * The waiting clients a turn claims for, first come first served: all of them, or those
-   * watching a tube that got ready jobs; not one a turn still in flight claims for.
-   */
-  #waitersToServe(turn: TurnState, serveAll: boolean, serveTubes: Set<string>): PgClient[] {
-    const served: PgClient[] = [];
-    for (const c of this.#waiters) {
-      if (!(serveAll || watchesAny(c, turn.readied) || watchesAny(c, serveTubes))) continue;
-      if (c.claiming) c.missed = true; // that claim may not have seen what this turn has
-      else {
-        c.claiming = true;
-        served.push(c);
-      }
-    }
-    return served;
-  }
-
   async #end(
     tx: Sql,
     turn: TurnState,
     served: PgClient[],
     reserves: ReserveReq[],
-    heardAt: number,
+    order: ServeOrder,
   ): Promise<() => void> {
     const q = this.#q;
     const work: Promise<unknown>[] = [];
@@ -609,7 +561,7 @@ export class PgEngine implements Engine {
     if (emptied.length > 0) work.push(tx.query(q.dropTubes, [emptied]));
     if (turn.readied.size > 0 || turn.due) work.push(tx.query(q.notify, [this.channel, this.#payload(turn)]));
     const claims = claimAll(tx, q, this.node, [...served, ...reserves.map((r) => r.c)]);
-    const due = this.#waiters.size > 0 ? tx.query(q.due) : undefined;
+    const due = this.#serving.waiters.size > 0 ? tx.query(q.due) : undefined;
     const [, claimed, dueRows] = await all<unknown>([all(work), claims, due ?? Promise.resolve(undefined)]) as [
       unknown,
       Map<PgClient, Row>,
@@ -617,78 +569,16 @@ export class PgEngine implements Engine {
     ];
     return () => {
       this.#tubes.jobsMoved(turn);
-      const now = this.clock.now();
-      for (const c of served) {
-        c.claiming = false;
-        const row = claimed.get(c);
-        const got = row !== undefined && row.id !== null;
-        if (c.cancelled && c.isWaiting) this.#waiters.finish(c, "TIMED_OUT");
-        c.cancelled = false;
-        if (got && c.isWaiting) {
-          this.#waiters.end(c);
-          c.onWake(jobOut(row));
-        } else if (got) this.#unclaim(c); // closed or cancelled meanwhile: nobody takes this job
-        if (c.missed && c.isWaiting) this.#serveAll = true;
-        c.missed = false;
-      }
+      this.#serving.handOver(served, claimed, jobOut, (c) => this.#unclaim(c));
       let began = false;
       for (const r of reserves) began = this.#answer(r, claimed.get(r.c)!) || began;
-      // The claims of clients that began to wait in this turn may have seen a due time too.
       const ms = dueRows?.[0]?.ms;
-      if (dueRows) this.#dueAt = Math.min(this.#dueAt, ms === null ? Infinity : now + Math.max(0, Number(ms)));
-      // A client that began waiting in this turn may have missed what another node told meanwhile.
-      if (began && this.#heardSeq !== heardAt) this.#serveAll = true;
-      if (this.#serveAll) this.#runner.kick();
-      this.#arm();
+      this.#serving.afterTurn(order, dueRows ? (ms === null ? null : Number(ms)) : undefined, began);
     };
   }
 
   #payload(turn: TurnState): string {
     const tubes = [...turn.readied].join(",");
     return tubes.length > MAX_TUBES_PAYLOAD || turn.due ? `${this.node} d` : `${this.node} r ${tubes}`;
-  }
-
-  // ---- waiting ----------------------------------------------------------------------
-
-  /** c waits; `dueMs`: when something in the database falls due, as its claim saw it. */
-  #beginWait(c: PgClient, timeoutMs: number, soonMs: number, dueMs: number): void {
-    const now = this.clock.now();
-    if (now + dueMs < this.#dueAt) this.#dueAt = now + Math.max(0, dueMs);
-    this.#waiters.begin(c, now, timeoutMs, soonMs);
-    this.#arm();
-  }
-
-  // ---- the one timer ----------------------------------------------------------------
-
-  /** Set the timer for the soonest of: a waiter's timeout or DEADLINE_SOON, a due time, the lease. */
-  #arm(): void {
-    if (this.#timerAt === -Infinity) return; // closed
-    let at = this.#leaseAt;
-    if (this.#waiters.size > 0 && this.#dueAt < at) at = this.#dueAt;
-    at = Math.min(at, this.#waiters.nextWake());
-    if (at === this.#timerAt) return;
-    if (this.#timer !== undefined) this.clock.clearTimer(this.#timer);
-    this.#timerAt = at;
-    this.#timer = this.clock.setTimer(() => this.#tick(), Math.max(0, at - this.clock.now()));
-  }
-
-  #tick(): void {
-    this.#timer = undefined;
-    this.#timerAt = Infinity;
-    const now = this.clock.now();
-    this.#waiters.expire(now);
-    if (this.#dueAt <= now) {
-      this.#dueAt = Infinity;
-      if (this.#waiters.size > 0) {
-        this.#serveAll = true;
-        this.#runner.kick();
-      }
-    }
-    if (this.#leaseAt <= now) {
-      this.#leaseAt = now + this.#leaseMs / 3;
-      this.#leaseDue = true;
-      this.#runner.kick();
-    }
-    this.#arm();
   }
 }
