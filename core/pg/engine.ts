@@ -354,11 +354,11 @@ export class PgEngine implements Engine {
     });
   }
 
-  listJobs(tube: string, state: ListState, limit: number): Promise<JobList | undefined> {
+  listJobs(tube: string, state: ListState, limit: number, offset = 0): Promise<JobList | undefined> {
     return this.#read(async (tx) => {
       const [counted, listed] = await all([
         tx.query(this.#q.statsTube, [tube]),
-        tx.query(this.#q.listJobs, [tube, LIST_STATES[state], Math.max(0, limit)]),
+        tx.query(this.#q.listJobs, [tube, LIST_STATES[state], Math.max(0, limit), Math.max(0, offset)]),
       ]);
       const t = counted![0];
       const rows = listed!;

@@ -213,13 +213,13 @@ export function statements(S: string) {
     /** Ms until the next delayed job is due, a TTR ends or a pause ends, anywhere; null when nothing is. */
     due: `select ${dueMs} as ms`,
     notify: "select pg_notify($1, $2)",
-    /** Up to $3 jobs of tube $1 in state $2, in serving order (the dashboard). */
+    /** Up to $3 jobs of tube $1 in state $2, in serving order, after the first $4 (list-jobs, the dashboard). */
     listJobs: `select id::float8 as id, pri::float8 as pri, delay_ms::float8 as delay_ms, ttr_ms::float8 as ttr_ms,
         reserves, timeouts, releases, buries, kicks, -${msUntil("created_at")} as age_ms,
         greatest(0, ${msUntil("ready_at")}) as left_ms, body
       from ${S}.jobs where tube = $1 and state = $2
       order by case when $2 = ${READY} then pri end, case when $2 = ${BURIED} then buried_seq end, ready_at, id
-      limit $3::int8`,
+      limit $3::int8 offset $4::int8`,
   };
 }
 
