@@ -205,7 +205,7 @@ export async function listenDeno(
       serve(conn);
       // Deno completes an accept at once while connections are queued: without a yield,
       // a thousand clients arriving together would each get their first batch served
-      // before anyone else's socket is polled (see deno_turns.ts). Measured with 1,000
+      // before anyone else's socket is polled (see sliced_turns.ts). Measured with 1,000
       // peek flooders: one accept per yield kept another client within 50 ms, eight
       // let it wait 0.4-0.6 s.
       await svc.afterIO();

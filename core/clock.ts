@@ -27,7 +27,7 @@ export const systemClock: Clock = {
 
 /**
  * How work waits for the event loop. `afterIO`: until the loop has polled the sockets
- * (fairness between connections; Deno needs its own, adapters/deno_turns.ts).
+ * (fairness between connections; adapters/sliced_turns.ts).
  * `afterTurn`: until this turn's callbacks have run, without waiting for a poll (work
  * that gathers what this turn's reads produced, such as the log's shared append).
  */

@@ -1,21 +1,20 @@
-// afterIO() on Deno (adapters/deno_turns.ts): connections that keep yielding and
+// afterIO() in slices (adapters/sliced_turns.ts): connections that keep yielding and
 // continuing (a pipelined flood) must not keep the event loop from polling other sockets.
 // With setImmediate alone, ten such chains doing 0.2 ms of work per step delayed a socket
 // round trip to ~0.3 s on Deno 2.9.6.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createConnection, createServer, type Socket } from "node:net";
-import { RUNTIME } from "../harness/paths.ts";
 
 const busy = (ms: number) => {
   const end = performance.now() + ms;
   while (performance.now() < end) { /* work */ }
 };
 
-describe("afterIO on Deno: busy chains leave room for sockets", { skip: RUNTIME !== "deno" && "Deno only" }, () => {
+describe("afterIO in slices: busy chains leave room for sockets", () => {
   it("a round trip through a local echo server stays under 50 ms while ten chains yield and continue", async () => {
-    const { DenoTurns } = await import("../../adapters/deno_turns.ts");
-    const { afterIO } = new DenoTurns();
+    const { SlicedTurns } = await import("../../adapters/sliced_turns.ts");
+    const { afterIO } = new SlicedTurns();
     const server = createServer((s) => s.on("data", (d) => s.write(d)));
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const port = (server.address() as { port: number }).port;
