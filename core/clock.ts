@@ -45,7 +45,7 @@ function immediate(f: () => void): void {
   else setTimeout(f, 0);
 }
 
-/** Turns by setImmediate: right for Bun and Node, whose setImmediate runs after the sockets are polled. */
+/** Turns by plain setImmediate: the default; under a flood runtimeTurns()' slices are fairer (adapters/sliced_turns.ts). */
 export const immediateTurns: Turns = { afterIO: immediate, afterTurn: immediate };
 
 /**

@@ -24,7 +24,8 @@ export interface ServiceOptions {
   host?: HostInfo;
   /**
    * How busy connections let others have a turn: adapters/turns.ts runtimeTurns() gives
-   * the right one for this runtime (Deno needs its own). Default: setImmediate.
+   * turns in slices, which let the sockets be polled at least every few ms under a flood
+   * (openService uses them). Default: plain setImmediate.
    */
   turns?: Turns;
 }

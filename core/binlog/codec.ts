@@ -103,6 +103,11 @@ function encodeTube(name: string): Uint8Array {
   }
   return b;
 }
+/** A name written after a one-byte length (a tube, a unique key, an origin): at most MAX_TUBE_BYTES. */
+function short(b: Uint8Array, what: string): Uint8Array {
+  if (b.length > MAX_TUBE_BYTES) throw new RangeError(`${what} too long: ${b.length} bytes`);
+  return b;
+}
 const EMPTY = new Uint8Array(0);
 const fromUtf8 = new TextDecoder();
 
@@ -225,8 +230,7 @@ export function encodeJobAt(
   v: DataView,
   at: number,
 ): number {
-  const tube = full ? encodeTube(rec.tube) : EMPTY;
-  if (tube.length > MAX_TUBE_BYTES) throw new RangeError(`tube name too long: ${tube.length} bytes`);
+  const tube = full ? short(encodeTube(rec.tube), "tube name") : EMPTY;
   const body = full ? rec.body ?? EMPTY : EMPTY;
   const x = full ? extrasOf(rec) : undefined;
   const length = FIXED_SIZE + tube.length + (x ? 2 + x[0].length + x[1].length : 0) + body.length;
@@ -267,12 +271,10 @@ export function encodeJobAt(
 /** A full record's extension strings (key, origin) when it has any: kind 4 instead of 1. */
 function extrasOf(rec: JobRecord): [Uint8Array, Uint8Array] | undefined {
   if (rec.key === undefined && rec.from === undefined) return undefined;
-  const key = utf8.encode(rec.key ?? "");
-  const from = utf8.encode(rec.from ?? "");
-  if (key.length > MAX_TUBE_BYTES || from.length > MAX_TUBE_BYTES) {
-    throw new RangeError(`job ${rec.id}: key or origin over ${MAX_TUBE_BYTES} bytes`);
-  }
-  return [key, from];
+  return [
+    short(utf8.encode(rec.key ?? ""), `job ${rec.id}: key`),
+    short(utf8.encode(rec.from ?? ""), `job ${rec.id}: origin`),
+  ];
 }
 
 /** Size on disk of a purge record. */
@@ -289,8 +291,7 @@ export function encodePurgeAt(
   v: DataView,
   at: number,
 ): number {
-  const name = encodeTube(tube);
-  if (name.length > MAX_TUBE_BYTES) throw new RangeError(`tube name too long: ${name.length} bytes`);
+  const name = short(encodeTube(tube), "tube name");
   let q = at + RECORD_HEADER_SIZE;
   out[q++] = name.length;
   out.set(name, q);
@@ -317,9 +318,8 @@ export function encodePolicyAt(
   v: DataView,
   at: number,
 ): number {
-  const name = encodeTube(tube);
-  const dead = encodeTube(p.deadTube);
-  if (name.length > MAX_TUBE_BYTES || dead.length > MAX_TUBE_BYTES) throw new RangeError("tube name too long");
+  const name = short(encodeTube(tube), "tube name");
+  const dead = short(encodeTube(p.deadTube), "dead-letter tube name");
   const q = at + RECORD_HEADER_SIZE;
   v.setUint32(q, p.maxAttempts >>> 0, true);
   v.setUint32(q + 4, p.backoffBaseSec >>> 0, true);

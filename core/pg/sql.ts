@@ -1,7 +1,7 @@
 // The SQL client the PostgreSQL engine is written against: a few calls that any
 // PostgreSQL driver provides. core/pg/ names no driver and no runtime; the binding to
 // one (the npm package `postgres`) is adapters/pg_client.ts, so that another client
-// (Bun.sql, pg) can be put behind the same calls.
+// (a runtime's built-in SQL client, or the npm package pg) can be put behind the same calls.
 
 /** A result row, column name -> value as the driver decodes it (int8 may come as a string). */
 export type Row = Record<string, unknown>;
