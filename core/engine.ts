@@ -243,6 +243,16 @@ export interface EngineMetrics {
   log: LogHealth | undefined;
   /** Jobs moved to a dead-letter tube since start (engines with set-dlq). */
   deadLettered?: number;
+  /** The database under the engine (engines over one, such as --pg). */
+  database?: DatabaseHealth;
+}
+
+/** The database under an engine that keeps its jobs in one (--pg), for /readyz, the metrics port and the dashboard. */
+export interface DatabaseHealth {
+  /** False while the database cannot be reached or cannot take writes (a standby): /readyz answers 503. */
+  available: boolean;
+  /** Why not ("" while available), for /readyz and the logs. */
+  reason: string;
 }
 
 /** Job states a listing can show (reserved jobs are not listed). */
