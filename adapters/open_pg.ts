@@ -18,9 +18,15 @@ export class PgOpenError extends Error {}
  * when the database cannot be reached or its schema cannot be used.
  */
 export async function openPgService(config: Config & { pg: PgConfig }, opts: OpenOptions = {}): Promise<Opened> {
-  const sql = pgClient(config.pg.url || undefined);
   const turns = opts.turns ?? runtimeTurns();
   const error = opts.error ?? ((l: string) => console.error(l));
+  const where = () => `cannot use PostgreSQL at ${pgTarget(config.pg.url || undefined)}`;
+  let sql;
+  try {
+    sql = pgClient(config.pg.url || undefined, error);
+  } catch (e) {
+    throw new PgOpenError(`${where()}: ${e instanceof Error ? e.message : String(e)}`);
+  }
   let engine;
   try {
     engine = await openPgEngine({
@@ -35,7 +41,7 @@ export async function openPgService(config: Config & { pg: PgConfig }, opts: Ope
   } catch (e) {
     await sql.close().catch(() => {});
     const why = e instanceof Error ? e.message : String(e);
-    throw new PgOpenError(`cannot use PostgreSQL at ${pgTarget(config.pg.url || undefined)}: ${why}`);
+    throw new PgOpenError(`${where()}: ${why}`);
   }
   const service = new Service(engine, {
     turns,

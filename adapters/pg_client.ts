@@ -4,6 +4,7 @@
 // sslmode asks.
 import postgres from "postgres";
 import type { Row, Sql, SqlClient } from "../core/pg/sql.ts";
+import { driverOptions, passwordFromFile, urlHasPassword } from "./pg_options.ts";
 
 /** Connections per node: two for its turns in flight, one for reads and id blocks, one spare. (LISTEN has its own.) */
 const POOL = 4;
@@ -20,15 +21,28 @@ function runner(sql: Driver | postgres.ReservedSql<Record<string, never>>): Sql 
   };
 }
 
-/** A pool on `url` (undefined: from the PG* variables alone). Connects at the first statement. */
-export function pgClient(url: string | undefined): SqlClient {
+/**
+ * A pool on `url` (undefined: from the PG* variables alone). Connects at the first
+ * statement. Throws on an sslmode or certificate file that cannot be used
+ * (adapters/pg_options.ts); `warn` hears of a password file it ignores.
+ */
+export function pgClient(url: string | undefined, warn: (line: string) => void = console.error): SqlClient {
+  const d = driverOptions(url);
+  // asked at each connect, for the hosts the driver parsed from the URL
+  const fromFile = () => {
+    const o = sql.options;
+    const hosts = o.host.map((host, i) => ({ host, port: o.port[i] ?? 5432 }));
+    return passwordFromFile(d.passfile, hosts, o.database, o.user, warn) ?? "";
+  };
   const options = {
     max: POOL,
     onnotice: () => {},
     connect_timeout: 10,
     // int8 as strings (the default): the engine casts what it reads to float8 or Number().
+    ...(d.ssl === undefined ? {} : { ssl: d.ssl as boolean | object }),
+    ...((d.url && urlHasPassword(d.url)) || process.env.PGPASSWORD ? {} : { pass: fromFile }),
   };
-  const sql: Driver = url ? postgres(url, options) : postgres(options);
+  const sql: Driver = d.url ? postgres(d.url, options) : postgres(options);
   return {
     ...runner(sql),
     transaction: <T>(body: (tx: Sql) => Promise<T>) => transaction(sql, body),
