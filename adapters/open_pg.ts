@@ -21,6 +21,7 @@ export async function openPgService(config: Config & { pg: PgConfig }, opts: Ope
   const sql = pgClient(config.pg.url || undefined);
   const turns = opts.turns ?? runtimeTurns();
   const error = opts.error ?? ((l: string) => console.error(l));
+  const host = opts.host ?? hostInfo();
   let engine;
   try {
     engine = await openPgEngine({
@@ -31,6 +32,7 @@ export async function openPgService(config: Config & { pg: PgConfig }, opts: Ope
       maxJobSize: config.maxJobSize,
       leaseMs: config.pg.leaseMs,
       error,
+      host: { hostname: host.hostname, pid: host.pid },
     });
   } catch (e) {
     await sql.close().catch(() => {});
@@ -40,7 +42,7 @@ export async function openPgService(config: Config & { pg: PgConfig }, opts: Ope
   const service = new Service(engine, {
     turns,
     verbose: config.verbose,
-    host: opts.host ?? hostInfo(),
+    host,
     ...(opts.log ? { log: opts.log } : {}),
     error,
   });
