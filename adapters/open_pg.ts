@@ -20,6 +20,7 @@ export class PgOpenError extends Error {}
 export async function openPgService(config: Config & { pg: PgConfig }, opts: OpenOptions = {}): Promise<Opened> {
   const turns = opts.turns ?? runtimeTurns();
   const error = opts.error ?? ((l: string) => console.error(l));
+  const host = opts.host ?? hostInfo();
   const where = () => `cannot use PostgreSQL at ${pgTarget(config.pg.url || undefined)}`;
   let sql;
   try {
@@ -37,6 +38,7 @@ export async function openPgService(config: Config & { pg: PgConfig }, opts: Ope
       maxJobSize: config.maxJobSize,
       leaseMs: config.pg.leaseMs,
       error,
+      host: { hostname: host.hostname, pid: host.pid },
     });
   } catch (e) {
     await sql.close().catch(() => {});
@@ -46,7 +48,7 @@ export async function openPgService(config: Config & { pg: PgConfig }, opts: Ope
   const service = new Service(engine, {
     turns,
     verbose: config.verbose,
-    host: opts.host ?? hostInfo(),
+    host,
     ...(opts.log ? { log: opts.log } : {}),
     error,
   });

@@ -43,9 +43,17 @@ export function pgClient(url: string | undefined, warn: (line: string) => void =
     ...((d.url && urlHasPassword(d.url)) || process.env.PGPASSWORD ? {} : { pass: fromFile }),
   };
   const sql: Driver = d.url ? postgres(d.url, options) : postgres(options);
+  // For the metrics: connections reserved by transactions, statements in flight on the
+  // rest of the pool (the driver spreads them over its free connections).
+  const busy = { reserved: 0, statements: 0 };
+  const pool = runner(sql);
   return {
-    ...runner(sql),
-    transaction: <T>(body: (tx: Sql) => Promise<T>) => transaction(sql, body),
+    query: (text, params) => {
+      busy.statements++;
+      return pool.query(text, params).finally(() => busy.statements--);
+    },
+    transaction: <T>(body: (tx: Sql) => Promise<T>) => transaction(sql, body, busy),
+    pool: () => ({ inUse: busy.reserved + Math.min(busy.statements, POOL - busy.reserved), size: POOL }),
     listen: async (channel, onNotify) => {
       await sql.listen(channel, onNotify);
     },
@@ -59,8 +67,9 @@ export function pgClient(url: string | undefined, warn: (line: string) => void =
  * of four in a turn (BEGIN, the commands, the turn's end, COMMIT) that buys nothing.
  * A failed statement aborts the transaction: ROLLBACK, and the error goes up.
  */
-async function transaction<T>(sql: Driver, body: (tx: Sql) => Promise<T>): Promise<T> {
+async function transaction<T>(sql: Driver, body: (tx: Sql) => Promise<T>, busy: { reserved: number }): Promise<T> {
   const tx = await sql.reserve();
+  busy.reserved++;
   try {
     const begin = tx.unsafe("begin").execute();
     let result: T;
@@ -77,6 +86,7 @@ async function transaction<T>(sql: Driver, body: (tx: Sql) => Promise<T>): Promi
     if (done.command !== "COMMIT") throw new Error(`COMMIT answered ${done.command}`);
     return result;
   } finally {
+    busy.reserved--;
     tx.release();
   }
 }

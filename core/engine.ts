@@ -253,6 +253,38 @@ export interface DatabaseHealth {
   available: boolean;
   /** Why not ("" while available), for /readyz and the logs. */
   reason: string;
+  /** This node's id: its row in the database's nodes table. */
+  node: number;
+  /** Ms until this node's lease ends, as this node knows it (the last renewal it saw committed); <= 0: lapsed. */
+  leaseRemainingMs: number;
+  /** Pool connections busy now (transactions, reads), and the pool's size (LISTEN's own connection not counted). */
+  poolInUse: number;
+  poolSize: number;
+  /** Per turn transaction: from sending its statements to their last answer, COMMIT not included (ms). */
+  statements: HistogramView;
+  /** Per turn transaction: the COMMIT's round trip (ms). */
+  commits: HistogramView;
+  /** Commands per committed turn transaction (its bounds are commands, not ms). */
+  batchSizes: HistogramView;
+  /** Turn transactions committed, run again (deadlock, serialization failure) and failed for good, since start. */
+  transactions: number;
+  retries: number;
+  errors: number;
+  /** The nodes of the cluster whose lease has not lapsed, read from the database now. */
+  nodes(): Promise<ClusterNode[]>;
+}
+
+/** A node of a cluster over a database, as the dashboard lists it. */
+export interface ClusterNode {
+  /** Its row in the nodes table. */
+  id: number;
+  /** Where it runs, as it registered ("" and 0 when it did not say: a node of an older tubeway). */
+  host: string;
+  pid: number;
+  /** Ms until its lease ends, by the database's clock. */
+  leaseRemainingMs: number;
+  /** It is the node answering. */
+  self: boolean;
 }
 
 /** Job states a listing can show (reserved jobs are not listed). */

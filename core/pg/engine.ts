@@ -8,6 +8,7 @@ import type { Clock, Turns } from "../clock.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "../histogram.ts";
 import { DEFAULT_BINLOG_SIZE } from "../config.ts";
 import type {
+  ClusterNode,
   Engine,
   EngineMetrics,
   EngineStats,
@@ -28,6 +29,7 @@ import { migrate, SLOTS } from "./schema.ts";
 import { IdBlocks } from "./ids.ts";
 import { type Statements, statements } from "./statements.ts";
 import { all, type Op, type Plan, TurnRunner, type TurnState } from "./turn.ts";
+import { TurnMetrics } from "./metrics.ts";
 import { DEADLINE_SOON_MS, PgClient } from "./client.ts";
 import { type ServeOrder, Serving } from "./serving.ts";
 import { NodeTubes } from "./node_tubes.ts";
@@ -61,6 +63,8 @@ export interface PgEngineOptions {
   leaseMs?: number;
   /** Where failures of the database go (a command that hit one answers INTERNAL_ERROR). */
   error?: (line: string) => void;
+  /** Where this node runs, recorded in its row of the nodes table (the dashboard's cluster view). */
+  host?: { hostname: string; pid: number };
 }
 
 /** Migrate the schema, register this node, take its first ids, listen: then serve. */
@@ -68,7 +72,7 @@ export async function openPgEngine(opts: PgEngineOptions): Promise<PgEngine> {
   await migrate(opts.sql, opts.schema);
   const q = statements(opts.schema);
   const leaseMs = opts.leaseMs ?? 5000;
-  const [reg] = await opts.sql.query(q.register, [leaseMs]);
+  const [reg] = await opts.sql.query(q.register, [leaseMs, opts.host?.hostname ?? null, opts.host?.pid ?? null]);
   const [block] = await opts.sql.query(q.idBlock);
   const engine = new PgEngine(opts, q, Number(reg!.id), Number(block!.id), leaseMs);
   await opts.sql.listen(engine.channel, (p) => engine.heard(p));
@@ -94,6 +98,8 @@ export class PgEngine implements Engine {
   readonly #serving: Serving;
   readonly #readyToReserve = new Histogram(QUEUE_BOUNDS_MS);
   readonly #reserveToDelete = new Histogram(QUEUE_BOUNDS_MS);
+  /** The turns' latencies, sizes, retries and errors, and the lease as last renewed. */
+  readonly #turnMetrics: TurnMetrics;
 
   #puts: PutReq[] = [];
   #reserves: ReserveReq[] = [];
@@ -119,7 +125,10 @@ export class PgEngine implements Engine {
       () => this.#sql.query(q.idBlock).then(([row]) => Number(row!.id)),
       (e) => this.#error(`pg: could not take a block of job ids: ${message(e)}`),
     );
-    this.#runner = new TurnRunner(opts.sql, opts.turns, (slot) => this.#plan(slot), SLOTS);
+    this.#turnMetrics = new TurnMetrics(() => this.clock.now());
+    // registered a moment ago (the id block's round trip): close enough for a lease of seconds
+    this.#turnMetrics.leaseRenewed(this.clock.now(), leaseMs);
+    this.#runner = new TurnRunner(opts.sql, opts.turns, (slot) => this.#plan(slot), SLOTS, this.#turnMetrics);
     this.#serving = new Serving(this.clock, leaseMs, () => this.#runner.kick());
     // The first turn releases what nodes whose lease lapsed still hold (a previous life's).
     this.#runner.kick();
@@ -372,7 +381,40 @@ export class PgEngine implements Engine {
   }
 
   metrics(): EngineMetrics {
-    return { readyToReserve: this.#readyToReserve, reserveToDelete: this.#reserveToDelete, log: undefined };
+    const m = this.#turnMetrics, pool = this.#sql.pool?.();
+    return {
+      readyToReserve: this.#readyToReserve,
+      reserveToDelete: this.#reserveToDelete,
+      log: undefined,
+      database: {
+        available: true,
+        reason: "",
+        node: this.node,
+        leaseRemainingMs: m.leaseRemainingMs(),
+        poolInUse: pool?.inUse ?? 0,
+        poolSize: pool?.size ?? 0,
+        statements: m.statements,
+        commits: m.commits,
+        batchSizes: m.batchSizes,
+        transactions: m.transactions,
+        retries: m.retries,
+        errors: m.errors,
+        nodes: () => this.#liveNodes(),
+      },
+    };
+  }
+
+  /** The cluster's nodes whose lease has not lapsed, read now (outside the turns). */
+  #liveNodes(): Promise<ClusterNode[]> {
+    return this.#sql.query(this.#q.liveNodes).then((rows) =>
+      rows.map((r) => ({
+        id: Number(r.id),
+        host: (r.host as string | null) ?? "",
+        pid: Number(r.pid ?? 0),
+        leaseRemainingMs: Math.max(0, Number(r.lease_ms)),
+        self: Number(r.id) === this.node,
+      }))
+    );
   }
 
   // ---- tubes ----------------------------------------------------------------------
@@ -496,6 +538,7 @@ export class PgEngine implements Engine {
     if (drops) ops.push(this.#dropOp(drops.names));
     if (this.#puts.length > 0) ops.push(putOp(this.#q, this.node, slot, this.#puts));
     if (this.#deletes.length > 0) ops.push(deleteOp(this.#q, this.node, slot, this.#deletes));
+    const commands = this.#puts.length + this.#deletes.length + this.#reserves.length + this.#ops.length;
     ops.push(...this.#ops);
     const reserves = this.#reserves;
     this.#reserves = [];
@@ -506,6 +549,7 @@ export class PgEngine implements Engine {
     let served: PgClient[] = [];
     return {
       ops,
+      commands,
       end: (tx, turn) => {
         // claims run again if the turn does: unmark the last attempt's
         for (const c of served) c.claiming = false;
@@ -531,9 +575,14 @@ export class PgEngine implements Engine {
   }
 
   #leaseOp(): Op {
-    return internalOp(async (tx, turn) => {
-      for (const r of await tx.query(this.#q.lease, [this.node, this.#leaseMs])) turn.readied.add(r.tube as string);
-    });
+    let sentAt = 0;
+    return {
+      ...internalOp(async (tx, turn) => {
+        sentAt = this.clock.now();
+        for (const r of await tx.query(this.#q.lease, [this.node, this.#leaseMs])) turn.readied.add(r.tube as string);
+      }),
+      resolve: () => this.#turnMetrics.leaseRenewed(sentAt, this.#leaseMs),
+    };
   }
 
   #dropOp(names: string[]): Op {

@@ -95,6 +95,10 @@ function migrations(S: string): string[][] {
       `create index jobs_holder on ${S}.jobs (node, conn) where state = ${RESERVED}`,
       `create index jobs_buried on ${S}.jobs (tube, buried_seq) where state = ${BURIED}`,
     ],
+    [
+      // Where each node life runs, for the dashboard's cluster view (null: an older tubeway's node).
+      `alter table ${S}.nodes add column host text, add column pid integer`,
+    ],
   ];
 }
 

@@ -23,6 +23,8 @@ export interface SqlClient extends Sql {
   listen(channel: string, onNotify: (payload: string) => void): Promise<void>;
   /** Close every connection (after the statements under way). */
   close(): Promise<void>;
+  /** Connections busy now and the pool's size, for the metrics port (when the driver can tell). */
+  pool?(): { inUse: number; size: number };
 }
 
 /** The SQLSTATE of a failed statement when the driver reports one (e.g. "40P01" for a deadlock). */

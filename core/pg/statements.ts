@@ -50,8 +50,12 @@ export function statements(S: string) {
         where j.id = d.id returning j.tube)
       select tube from r`,
 
-    /** A new node life with its lease ($1 ms); its id. */
-    register: `insert into ${S}.nodes (lease_until) values (now() + $1::int8 * ${MS}) returning id::float8 as id`,
+    /** A new node life with its lease ($1 ms), on host $2 as pid $3; its id. */
+    register: `insert into ${S}.nodes (lease_until, host, pid)
+      values (now() + $1::int8 * ${MS}, $2::text, $3::int4) returning id::float8 as id`,
+    /** The nodes whose lease has not lapsed (the dashboard's cluster view). */
+    liveNodes: `select id::float8 as id, host, pid, ${msUntil("lease_until")} as lease_ms
+      from ${S}.nodes where lease_until > now() order by id`,
     /** This node stops: its lease ends now, so any node may release what it still holds. */
     retire: `update ${S}.nodes set lease_until = now() - interval '1 second' where id = $1`,
     /** A block of ID_BLOCK ids starts here. */

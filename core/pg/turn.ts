@@ -9,6 +9,7 @@
 // server could have seen. A deadlock or serialization failure runs the whole turn
 // again (nothing was answered yet).
 import type { Turns } from "../clock.ts";
+import type { TurnMetrics } from "./metrics.ts";
 import { retryable, type Sql, type SqlClient } from "./sql.ts";
 
 /** What the statements of a turn found out, for its end (notify, claims) and after commit. */
@@ -37,6 +38,8 @@ export interface Plan {
   end(tx: Sql, turn: TurnState): Promise<() => void>;
   /** The transaction failed for good (every op is rejected already). */
   failed(e: unknown): void;
+  /** Commands the plan carries, for the metrics (default: its ops). */
+  commands?: number;
 }
 
 /** Wait for every promise, then throw the first failure (so none is left unobserved). */
@@ -59,8 +62,16 @@ export class TurnRunner {
   #inFlight = 0;
   #scheduled = false;
   #idle: (() => void)[] = [];
+  readonly #metrics: TurnMetrics | undefined;
 
-  constructor(sql: SqlClient, turns: Turns, plan: (slot: number) => Plan | undefined, slots = 1) {
+  constructor(
+    sql: SqlClient,
+    turns: Turns,
+    plan: (slot: number) => Plan | undefined,
+    slots = 1,
+    metrics?: TurnMetrics,
+  ) {
+    this.#metrics = metrics;
     this.#sql = sql;
     this.#turns = turns;
     this.#plan = plan;
@@ -108,12 +119,14 @@ export class TurnRunner {
 
   async #run(plan: Plan): Promise<void> {
     for (let attempt = 1;; attempt++) {
+      const m = this.#metrics;
       try {
-        const { thens, end } = await this.#sql.transaction(async (tx) => {
-          const turn = new TurnState();
+        const { thens, end, answered } = await this.#sql.transaction(async (tx) => {
+          const start = m?.begin() ?? 0, turn = new TurnState();
           const thens = await all(plan.ops.map((op) => op.run(tx, turn)));
-          return { thens, end: await plan.end(tx, turn) };
+          return { thens, end: await plan.end(tx, turn), answered: m?.answered(start) ?? 0 };
         });
+        m?.committed(answered, plan.commands ?? plan.ops.length);
         // Committed: answer in the order the commands came, then the turn's own end.
         for (let i = 0; i < thens.length; i++) {
           const op = plan.ops[i]!;
@@ -129,7 +142,9 @@ export class TurnRunner {
         end();
         return;
       } catch (e) {
-        if (retryable(e) && attempt < MAX_ATTEMPTS) continue;
+        const again = retryable(e) && attempt < MAX_ATTEMPTS;
+        m?.failed(again);
+        if (again) continue;
         for (const op of plan.ops) op.reject(e);
         plan.failed(e);
         return;

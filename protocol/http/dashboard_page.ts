@@ -1,6 +1,7 @@
 // The dashboard's HTML and CSS, embedded as strings so that the single executable
 // carries them (no files to find at run time, no CDN: it works offline). The page
 // holds no data; dashboard_script.ts fills it from /api/overview with textContent only.
+// The database section stays hidden unless the overview has one (--pg).
 
 export const DASHBOARD_HTML = `<!doctype html>
 <html lang="en">
@@ -25,6 +26,14 @@ export const DASHBOARD_HTML = `<!doctype html>
 </header>
 <main>
   <section id="cards" aria-label="server stats"></section>
+  <section id="cluster" hidden>
+    <h2>Database <span id="db-state" class="badge"></span></h2>
+    <p id="db-figures"></p>
+    <table id="nodes">
+      <thead><tr><th>node</th><th>host</th><th>pid</th><th>lease left</th><th>this node</th></tr></thead>
+      <tbody></tbody>
+    </table>
+  </section>
   <section>
     <h2>Jobs over the last minutes</h2>
     <svg id="chart" viewBox="0 0 600 140" preserveAspectRatio="none" role="img" aria-label="ready, reserved and buried jobs over time"></svg>
@@ -111,6 +120,9 @@ button:disabled { cursor: not-allowed; }
 #put-form .wide { flex: 1 1 300px; }
 #put-form textarea { width: 100%; }
 #commands { font-size: 12px; color: var(--mute); }
+#db-state { color: #fff; font-weight: normal; }
+#db-figures { margin: 0 0 6px; color: var(--mute); }
+#nodes tr.self td { font-weight: bold; }
 #status { min-height: 1.4em; font-weight: bold; }
 #status.err { color: var(--buried); }
 `;

@@ -249,6 +249,36 @@ export const DASHBOARD_JS = String.raw`
     });
   }
 
+  // the database and the cluster's live nodes (--pg only; hidden otherwise)
+  function cluster(o) {
+    var d = o.database;
+    $("#cluster").hidden = !d;
+    if (!d) return;
+    var st = $("#db-state");
+    st.textContent = d.available ? "available" : "unavailable" + (d.reason ? ": " + d.reason : "");
+    st.className = d.available ? "badge" : "badge warn";
+    $("#db-figures").textContent = "this node " + d.node + " · lease " +
+      (d.leaseRemainingS > 0 ? d.leaseRemainingS.toFixed(1) + "s left" : "lapsed") + " · pool " +
+      d.pool.inUse + "/" + d.pool.size + " in use · " + d.transactions + " transactions, " + d.retries +
+      " retries, " + d.errors + " errors";
+    var body = $("#nodes tbody");
+    body.replaceChildren();
+    if (!d.nodes) {
+      var tr = el("tr");
+      tr.appendChild(el("td", "the nodes table cannot be read now"));
+      body.appendChild(tr);
+      return;
+    }
+    d.nodes.forEach(function (n) {
+      var tr = el("tr", null, n.self ? "self" : "");
+      tr.dataset.node = String(n.id);
+      [n.id, n.host || "-", n.pid || "-", n.leaseRemainingS.toFixed(1) + "s", n.self ? "yes" : ""].forEach(function (v) {
+        tr.appendChild(el("td", v));
+      });
+      body.appendChild(tr);
+    });
+  }
+
   function commands(o) {
     var parts = Object.keys(o.commands).filter(function (k) { return o.commands[k] > 0; }).map(function (k) {
       return k + " " + o.commands[k];
@@ -272,6 +302,7 @@ export const DASHBOARD_JS = String.raw`
       cards(o);
       chart();
       tubes(o);
+      cluster(o);
       commands(o);
       document.querySelector("#put-form button").disabled = !writable;
       prev = o;

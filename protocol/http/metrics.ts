@@ -1,6 +1,6 @@
 // GET /metrics: the Prometheus text format (version 0.0.4). The beanstalkd_* names
 // and labels are beanstalkd-pi's, so alerts written for it carry over; tubeway_* are
-// ours (queue latency, the log's health).
+// ours (queue latency, the log's health, the database's under --pg).
 //
 // A scrape walks every tube. With many tubes that is real work on the one thread the
 // protocol port also runs on, so the per-tube part is built in slices of TUBES_PER_SLICE
@@ -54,15 +54,16 @@ export function labelValue(v: string): string {
   return /[\\"\n]/.test(v) ? v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n") : v;
 }
 
-function histogram(f: Family, h: HistogramView, labels = ""): void {
+/** A histogram's samples; bounds and sum are divided by `per` (1000: ms to seconds; 1: counts). */
+function histogram(f: Family, h: HistogramView, labels = "", per = 1000): void {
   const sep = labels ? "," : "";
   let cumulative = 0;
   for (let i = 0; i < h.boundsMs.length; i++) {
     cumulative += h.counts[i]!;
-    f.lines.push(`${f.name}_bucket{${labels}${sep}le="${h.boundsMs[i]! / 1000}"} ${cumulative}`);
+    f.lines.push(`${f.name}_bucket{${labels}${sep}le="${h.boundsMs[i]! / per}"} ${cumulative}`);
   }
   f.lines.push(`${f.name}_bucket{${labels}${sep}le="+Inf"} ${h.count}`);
-  f.lines.push(`${f.name}_sum${labels ? `{${labels}}` : ""} ${h.sumMs / 1000}`);
+  f.lines.push(`${f.name}_sum${labels ? `{${labels}}` : ""} ${h.sumMs / per}`);
   f.lines.push(`${f.name}_count${labels ? `{${labels}}` : ""} ${h.count}`);
 }
 
@@ -206,6 +207,37 @@ export async function* metricChunks(
   if (m.deadLettered !== undefined) {
     fam("tubeway_jobs_dead_lettered_total", "counter", "Jobs moved to a dead-letter tube (set-dlq) since start.")
       .add("", m.deadLettered);
+  }
+  const db = m.database;
+  if (db) {
+    fam("tubeway_pg_available", "gauge", "1 while the database takes this node's transactions.")
+      .add("", db.available ? 1 : 0);
+    fam("tubeway_pg_node_id", "gauge", "This node's id (its row in the nodes table).").add("", db.node);
+    fam("tubeway_pg_lease_remaining_seconds", "gauge", "Seconds until this node's lease ends (<= 0: lapsed).")
+      .add("", db.leaseRemainingMs / 1000);
+    const live = fam("tubeway_pg_cluster_nodes", "gauge", "Nodes of the cluster whose lease has not lapsed.");
+    // no sample when the nodes table cannot be read now
+    const nodes = await db.nodes().catch(() => undefined);
+    if (nodes) live.add("", nodes.length);
+    fam("tubeway_pg_pool_connections_in_use", "gauge", "Pool connections busy (transactions, reads).")
+      .add("", db.poolInUse);
+    fam("tubeway_pg_pool_size", "gauge", "Connections the pool may open (LISTEN's not counted).").add("", db.poolSize);
+    histogram(
+      fam("tubeway_pg_statements_seconds", "histogram", "A turn transaction's statements, sent to last answer."),
+      db.statements,
+    );
+    histogram(fam("tubeway_pg_commit_seconds", "histogram", "A turn transaction's COMMIT round trip."), db.commits);
+    histogram(
+      fam("tubeway_pg_transaction_commands", "histogram", "Commands per committed turn transaction."),
+      db.batchSizes,
+      "",
+      1,
+    );
+    fam("tubeway_pg_transactions_total", "counter", "Turn transactions committed.").add("", db.transactions);
+    fam("tubeway_pg_retries_total", "counter", "Turn transactions run again (deadlock, serialization failure).")
+      .add("", db.retries);
+    fam("tubeway_pg_errors_total", "counter", "Turn transactions that failed (their commands: INTERNAL_ERROR).")
+      .add("", db.errors);
   }
   const health = m.log;
   fam("tubeway_binlog_enabled", "gauge", "1 when jobs are logged (-b).").add("", health ? 1 : 0);

@@ -2,7 +2,7 @@
 // every tube's counts) and one tube's jobs in a state. Bodies are sent as data (text
 // when they are printable UTF-8, hex otherwise, truncated); the page shows them with
 // textContent, never as HTML.
-import type { Engine, ListState } from "../../core/engine.ts";
+import type { DatabaseHealth, Engine, ListState } from "../../core/engine.ts";
 import { CMD_KEYS, type Counters } from "../counters.ts";
 
 export type { ListState };
@@ -50,6 +50,32 @@ export async function overview(src: OverviewSource) {
     tubeCount: all.length,
     tubes,
     commands,
+    // only for an engine over a database (--pg)
+    database: await database(e.metrics().database),
+  };
+}
+
+/** The database and the cluster's live nodes (null when the nodes table cannot be read now). */
+async function database(db: DatabaseHealth | undefined) {
+  if (!db) return undefined;
+  const nodes = await db.nodes().catch(() => null);
+  return {
+    available: db.available,
+    reason: db.reason,
+    node: db.node,
+    leaseRemainingS: Math.round(db.leaseRemainingMs) / 1000,
+    pool: { inUse: db.poolInUse, size: db.poolSize },
+    transactions: db.transactions,
+    retries: db.retries,
+    errors: db.errors,
+    nodes: nodes &&
+      nodes.map((n) => ({
+        id: n.id,
+        host: n.host,
+        pid: n.pid,
+        leaseRemainingS: Math.round(n.leaseRemainingMs) / 1000,
+        self: n.self,
+      })),
   };
 }
 

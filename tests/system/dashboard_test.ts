@@ -82,6 +82,7 @@ for (const kind of kinds) {
       const total = await page.$eval('#cards [data-stat="total jobs"] b', (e) => e.textContent);
       assert.equal(total, "5");
       assert.equal(await page.$eval("#drain", (e) => e.textContent), "accepting puts");
+      assert.equal(await page.$eval("#cluster", (e) => e.hasAttribute("hidden")), true, "no database section");
       // without the token in the page, actions are offered but disabled
       assert.equal(
         await page.$eval('#tubes tr[data-tube="emails"] button[data-action="kick"]', (b) => b.hasAttribute("disabled")),
