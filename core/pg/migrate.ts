@@ -23,7 +23,7 @@ export const MIGRATE_USAGE = `Use: tubeway migrate -b DIR [--pg URL] [--pg-schem
 
 With -b: copies the jobs of the log directory DIR (tubeway's, or one that
 beanstalkd 1.12 wrote, as tubeway -b DIR would take it over; the server
-stopped) into PostgreSQL, for tubeway --pg. DIR is only read.
+stopped) into PostgreSQL, for tubeway --pg. DIR keeps its jobs.
 With --to: writes every job of the schema as a new tubeway log directory DIR
 (created if missing, must be empty), for tubeway -b DIR.
 

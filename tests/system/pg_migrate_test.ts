@@ -8,7 +8,7 @@
 // a non-empty target directory, a database that cannot be used (69), bad usage (5).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN_SERVER, DENO_SERVER, RUNTIME, skipUnless } from "../harness/paths.ts";
@@ -252,7 +252,6 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
     );
     const missing = await migrate("-b", join(dir, "nope"), "--pg", pg!.url, "--pg-schema", uniqueSchema("none"));
     assert.equal(missing.code, 10, missing.err);
-    writeFileSync(join(freshDir(), "x"), "");
     const usage = await migrate("--pg", pg!.url);
     assert.equal(usage.code, 5);
     assert.match(
@@ -264,28 +263,63 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
     assert.match(help.out, /^Use: tubeway migrate -b DIR /);
   });
 
-  it("works in the compiled executable (bun build --compile)", { timeout: 60_000 }, async () => {
-    const bin = [await buildBinary()];
-    const dir = freshDir();
-    const s = await startProcess(bin, ["-b", dir]);
-    const w = await dial(s.addr);
-    assert.match(await w.put("from the binary", 3, 0, 20), /^INSERTED 1\r\n$/);
-    w.close();
-    await s.stop();
-    const schema = uniqueSchema("bin");
-    const r = await run(["migrate", "-b", dir, "--pg", pg!.url, "--pg-schema", schema], bin);
-    assert.equal(r.code, 0, r.err);
-    assert.match(r.out, /^migrated 1 jobs \(1 ready, 0 delayed, 0 buried\)/);
-    const out = join(freshDir(), "back");
-    const b = await run(["migrate", "--to", out, "--pg", pg!.url, "--pg-schema", schema], bin);
-    assert.equal(b.code, 0, b.err);
-    const s2 = await startProcess(bin, ["-b", out]);
-    try {
-      const t = await dial(s2.addr);
-      assert.equal(await t.cmd("peek 1"), "FOUND 1 15\r\nfrom the binary\r\n");
-      t.close();
-    } finally {
-      await s2.stop();
-    }
-  });
+  it(
+    "works in the compiled executable: --merge adds to a schema with jobs, what PostgreSQL cannot hold is named",
+    { timeout: 60_000 },
+    async () => {
+      const bin = [await buildBinary()];
+      const dir = freshDir();
+      /** A single tubeway of the binary on `dir`, these commands and their replies, stopped. */
+      const session = async (cmds: [string, RegExp][]) => {
+        const s = await startProcess(bin, ["-b", dir]);
+        const w = await dial(s.addr);
+        const replies: string[] = [];
+        for (const [cmd, want] of cmds) {
+          replies.push(await w.cmd(cmd));
+          assert.match(replies.at(-1)!, want, cmd);
+        }
+        w.close();
+        await s.stop();
+        return replies;
+      };
+      await session([["put 3 0 20 15\r\nfrom the binary", /^INSERTED 1\r\n$/]]);
+      const schema = uniqueSchema("bin");
+      const r = await run(["migrate", "-b", dir, "--pg", pg!.url, "--pg-schema", schema], bin);
+      assert.equal(r.code, 0, r.err);
+      assert.match(r.out, /^migrated 1 jobs \(1 ready, 0 delayed, 0 buried\)/);
+
+      // a restart takes the next block of ids: the directory's next job cannot collide with job 1
+      const replies = await session([
+        ["delete 1", /^DELETED\r\n$/],
+        ["set-dlq default 3 dead", /^DLQ_SET\r\n$/],
+        ["put-unique k1 5 0 20 6\r\nunique", /^INSERTED \d+\r\n$/],
+      ]);
+      const m = await run(["migrate", "-b", dir, "--pg", pg!.url, "--pg-schema", schema, "--merge"], bin);
+      assert.equal(m.code, 0, m.err);
+      const lines = m.out.split("\n");
+      assert.match(lines[0]!, /^migrated 1 jobs \(1 ready, 0 delayed, 0 buried\) from /);
+      assert.deepEqual(lines.slice(1), [
+        "dropped the retry policies (set-dlq, set-backoff) of 1 tubes: default",
+        "dropped the put-unique keys of 1 jobs (the jobs are migrated)",
+        "",
+      ]);
+
+      const out = join(freshDir(), "back");
+      const b = await run(["migrate", "--to", out, "--pg", pg!.url, "--pg-schema", schema], bin);
+      assert.equal(b.code, 0, b.err);
+      assert.match(b.out, /^exported 2 jobs \(2 ready, 0 delayed, 0 buried\)/);
+      const s2 = await startProcess(bin, ["-b", out]);
+      try {
+        const t = await dial(s2.addr);
+        assert.equal(await t.cmd("peek 1"), "FOUND 1 15\r\nfrom the binary\r\n");
+        assert.equal(await t.cmd("peek-ready"), "FOUND 1 15\r\nfrom the binary\r\n", "pri 3 before pri 5");
+        const unique = Number(/^INSERTED (\d+)/.exec(replies[2]!)![1]);
+        assert.ok(unique > 1, `${unique}`);
+        assert.equal(await t.cmd(`peek ${unique}`), `FOUND ${unique} 6\r\nunique\r\n`);
+        t.close();
+      } finally {
+        await s2.stop();
+      }
+    },
+  );
 });
