@@ -172,6 +172,7 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
         assert.ok(added > 12, `new ids go above the migrated ones: ${added}`);
         jobs.ids.push(added);
         onPg = await viewAll(t, jobs.ids);
+        assert.equal(await t.cmd("pause-tube alpha 600"), "PAUSED\r\n");
         t.close();
 
         const served = await migrate("-b", dir, "--pg", pg!.url, "--pg-schema", schema);
@@ -205,7 +206,8 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
       assert.equal(
         back.out,
         `exported 12 jobs (8 ready, 2 delayed, 2 buried) of schema ${schema} at ${where()} to ${out}; ` +
-          `start tubeway with -b ${out}\n`,
+          `start tubeway with -b ${out}\n` +
+          "dropped the pauses of 1 tubes: alpha\n",
       );
       const exportedAt = Date.now();
       const full = await migrate("--to", out, "--pg", pg!.url, "--pg-schema", schema);
