@@ -185,10 +185,11 @@ export async function migrateIn(
         }
         await insertJobs(tx, schema, jobs, now);
         if (read.maxId > 0) {
-          // the next block starts past every migrated id (setval: nextval gives value + ID_BLOCK)
+          // the next block starts past every migrated id (after setval(v), nextval gives v + ID_BLOCK),
+          // and never before the next one the sequence would have given
           await tx.query(
             `select setval('${schema}.job_ids', greatest($1::int8,
-              (select case when is_called then last_value + ${ID_BLOCK} - 1 else 0 end from ${schema}.job_ids)))`,
+              (select case when is_called then last_value else 0 end from ${schema}.job_ids)))`,
             [read.maxId],
           );
         }

@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { BUN_SERVER, DENO_SERVER, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { beanstalkd, buildBinary, freePort, type Running, runToEnd, startProcess } from "../harness/targets.ts";
 import { STATS_KEYS, TUBE_KEYS } from "../harness/stats_keys.ts";
+import { parseMigrateArgs } from "../../core/pg/migrate.ts";
 import { dial, type Wire } from "../harness/wire.ts";
 import { acquirePostgres, type Postgres, skipWithoutPostgres, uniqueSchema } from "../harness/postgres.ts";
 import { assertSame, buriedOrder, killed, viewAll, WRITE_JOBS_Z, writeJobs } from "../harness/job_views.ts";
@@ -324,4 +325,36 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
       }
     },
   );
+});
+
+describe("tubeway migrate's arguments", () => {
+  it("reads values attached or next, TUBEWAY_PG_URL unless --pg, and refuses what is unclear", () => {
+    assert.deepEqual(parseMigrateArgs(["-b/d", "--pg=postgres://h/x", "--pg-schema", "q", "--merge"], undefined), {
+      kind: "in",
+      dir: "/d",
+      url: "postgres://h/x",
+      schema: "q",
+      merge: true,
+    });
+    assert.deepEqual(parseMigrateArgs(["--to", "/o"], "postgres://env/x"), {
+      kind: "out",
+      dir: "/o",
+      url: "postgres://env/x",
+      schema: "tubeway",
+    });
+    const error = (args: string[]) => {
+      const r = parseMigrateArgs(args, undefined);
+      return r.kind === "error" ? r.message : r.kind;
+    };
+    assert.equal(error(["-b", "/d", "--to", "/o"]), "give -b DIR or --to DIR, not both");
+    assert.equal(error(["--to", "/o", "--merge"]), "--merge is for -b DIR only");
+    assert.equal(
+      error(["-b", "/d", "--pg-schema", "Bad-Name"]),
+      "--pg-schema wants a lower-case SQL name (letters, digits, _), not Bad-Name",
+    );
+    assert.equal(error(["-b"]), "-b needs a value");
+    assert.equal(error(["-b", "/d", "-x"]), "unknown flag: -x");
+    assert.equal(error(["-b", "/d", "extra"]), "unexpected argument: extra");
+    assert.equal(error(["-b", "/d", "-h"]), "help");
+  });
 });
