@@ -172,8 +172,20 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
         added = Number(/^INSERTED (\d+)\r\n$/.exec(await t.put("put over PostgreSQL", 7, 0, 30))?.[1]);
         assert.ok(added > 12, `new ids go above the migrated ones: ${added}`);
         jobs.ids.push(added);
-        onPg = await viewAll(t, jobs.ids);
         assert.equal(await t.cmd("pause-tube alpha 600"), "PAUSED\r\n");
+        // out of a schema a node serves: a snapshot, its reservation exported ready, and the summary says so
+        assert.equal(await t.cmd("reserve-job 1"), "RESERVED 1 5\r\nplain\r\n");
+        const live = join(freshDir(), "live");
+        const snap = await migrate("--to", live, "--pg", pg!.url, "--pg-schema", schema);
+        assert.equal(snap.code, 0, snap.err);
+        assert.deepEqual(snap.out.split("\n").slice(1), [
+          "dropped the pauses of 1 tubes: alpha",
+          "1 reserved jobs were exported ready",
+          `1 tubeway node(s) are serving schema ${schema}: their changes after this snapshot are not in ${live}`,
+          "",
+        ]);
+        assert.equal(await t.cmd("release 1 5 0"), "RELEASED\r\n");
+        onPg = await viewAll(t, jobs.ids);
         t.close();
 
         const served = await migrate("-b", dir, "--pg", pg!.url, "--pg-schema", schema);
