@@ -18,6 +18,7 @@ import { serveHttp } from "./adapters/http.ts";
 import { httpHandler } from "./protocol/http/handler.ts";
 import { nodeFiles } from "./adapters/files_node.ts";
 import { EXPORT_USAGE, exportBinlog, parseExportArgs } from "./core/beanstalkd_log/export.ts";
+import { migrateCommand } from "./adapters/migrate_cli.ts";
 
 /** beanstalkd's prefix for usage errors, which keep its exact wording (scripts match them). */
 const PREFIX = "tubeway";
@@ -127,6 +128,7 @@ function exportCommand(args: string[]): never {
 
 async function main(args: string[]): Promise<void> {
   if (args[0] === "export-binlog") exportCommand(args.slice(1));
+  if (args[0] === "migrate") await migrateCommand(args.slice(1));
   const env = Object.fromEntries(
     [HTTP_TOKEN_ENV, PG_URL_ENV, "LISTEN_FDS", "LISTEN_PID"].map((name) => [name, envVar(name)]),
   );

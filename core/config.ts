@@ -80,6 +80,7 @@ export const DEFAULT_FSYNC_MS = 50;
 /** The help text (-h), as beanstalkd prints it, with tubeway's name. */
 export const USAGE = `Use: tubeway [OPTIONS]
      tubeway export-binlog -b DIR OUT   (jobs of DIR as a beanstalkd binlog in OUT)
+     tubeway migrate -b DIR | --to DIR  (jobs of DIR into --pg, or back: migrate -h)
 
 Options:
  -b DIR   write-ahead log directory

@@ -61,8 +61,15 @@ function buriedLast(jobs: JobRecord[]): JobRecord[] {
   return [...jobs.filter((j) => j.state !== "buried"), ...jobs.filter((j) => j.state === "buried")];
 }
 
-/** What the extensions (issue 19) kept that beanstalkd's format cannot: one line each, none when nothing. */
-function dropped(jobs: readonly JobRecord[], policies: ReadonlyMap<string, unknown>): string[] {
+/**
+ * What the extensions (issue 19) kept that the target (beanstalkd's format, or the
+ * PostgreSQL engine for migrate) cannot: one line each, none when nothing.
+ */
+export function dropped(
+  jobs: readonly JobRecord[],
+  policies: ReadonlyMap<string, unknown>,
+  verb = "exported",
+): string[] {
   const out: string[] = [];
   const keys = jobs.filter((j) => j.key !== undefined).length;
   const origins = jobs.filter((j) => j.from !== undefined).length;
@@ -71,7 +78,7 @@ function dropped(jobs: readonly JobRecord[], policies: ReadonlyMap<string, unkno
       `dropped the retry policies (set-dlq, set-backoff) of ${policies.size} tubes: ${[...policies.keys()].join(" ")}`,
     );
   }
-  if (keys > 0) out.push(`dropped the put-unique keys of ${keys} jobs (the jobs are exported)`);
+  if (keys > 0) out.push(`dropped the put-unique keys of ${keys} jobs (the jobs are ${verb})`);
   if (origins > 0) {
     out.push(`dropped where ${origins} dead letters came from (they stay buried in their dead-letter tube)`);
   }
@@ -90,6 +97,42 @@ function readOnly(files: Files): Files {
     syncDirNow: (dir) => files.syncDirNow(dir),
     lock: (dir) => files.lock(dir),
   };
+}
+
+/** The live jobs of a locked DIR and what else its log keeps; see jobsOfDir. */
+export interface DirJobs {
+  /** Ids ascending, then the buried ones in bury order; reserved ones made ready. */
+  jobs: JobRecord[];
+  /** The id high-water: new ids go above it. */
+  maxId: number;
+  /** Tube retry policies in force (set-dlq, set-backoff). */
+  policies: ReadonlyMap<string, unknown>;
+  /** What the reader did beyond tubeway's own log (beanstalkd's files not imported yet). */
+  lines: string[];
+}
+
+/**
+ * The jobs tubeway would serve if started on DIR now (the caller holds DIR's lock):
+ * its log, plus beanstalkd's files in DIR when their import has not happened yet.
+ * Reads only, except that an earlier release's binlog.N files are renamed to
+ * tubeway.N (as every start does). Shared by export-binlog and migrate (core/pg/).
+ */
+export function jobsOfDir(dir: string, files: Files, say: (m: string) => void): DirJobs | { error: string } {
+  migrateLegacyNames(dir, files, say);
+  const own = replay(dir, readOnly(files), say);
+  let jobs = jobsInOrder(own.jobs);
+  let maxId = own.maxId;
+  const lines: string[] = [];
+  const names = beanstalkdFileNames(dir, files);
+  if (names.length > 0 && !importDone(dir, files)) {
+    const r = readBeanstalkdDir(dir, files, names);
+    if ("error" in r) return r;
+    for (const p of r.problems) say(problemLine(dir, p));
+    jobs = buriedLast([...jobs, ...r.jobs.filter((j) => !own.jobs.has(j.id))]);
+    maxId = Math.max(maxId, r.maxId);
+    lines.push(`included ${r.jobs.length} jobs from beanstalkd's files in ${dir} (not imported yet)`);
+  }
+  return { jobs, maxId, policies: own.policies, lines };
 }
 
 /**
@@ -119,20 +162,10 @@ export function exportBinlog(
         locked: false,
       };
     }
-    migrateLegacyNames(dir, files, say);
-    const own = replay(dir, readOnly(files), say);
-    let jobs = jobsInOrder(own.jobs);
-    let maxId = own.maxId;
-    const lines: string[] = [];
-    const names = beanstalkdFileNames(dir, files);
-    if (names.length > 0 && !importDone(dir, files)) {
-      const r = readBeanstalkdDir(dir, files, names);
-      if ("error" in r) return { kind: "failed", message: r.error, locked: false };
-      for (const p of r.problems) say(problemLine(dir, p));
-      jobs = buriedLast([...jobs, ...r.jobs.filter((j) => !own.jobs.has(j.id))]);
-      maxId = Math.max(maxId, r.maxId);
-      lines.push(`included ${r.jobs.length} jobs from beanstalkd's files in ${dir} (not imported yet)`);
-    }
+    const read = jobsOfDir(dir, files, say);
+    if ("error" in read) return { kind: "failed", message: read.error, locked: false };
+    const { maxId, lines } = read;
+    let jobs = read.jobs;
     jobs = jobs.map((j) => j.state === "delayed" && j.deadlineAtMs <= nowWallMs ? { ...j, state: "ready" } : j);
     const path = joinPath(out, "binlog.1");
     const h = files.open(path, "new");
@@ -148,7 +181,7 @@ export function exportBinlog(
       `exported ${jobs.length} jobs (${n.ready} ready, ${n.delayed} delayed, ${n.buried} buried) to ${path}; ` +
         `start beanstalkd with -b ${out}`,
     );
-    lines.push(...dropped(jobs, own.policies));
+    lines.push(...dropped(jobs, read.policies));
     const z = minMaxJobSize(jobs);
     if (z > BEANSTALKD_DEFAULT_Z) {
       lines.push(`the largest job needs beanstalkd -z ${z} or more (1.12 counts the body's CRLF on replay)`);

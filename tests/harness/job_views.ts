@@ -2,7 +2,7 @@
 // another's across a switch or a restart: the takeover and import suites.
 import assert from "node:assert/strict";
 import type { Running } from "./targets.ts";
-import type { Wire } from "./wire.ts";
+import { dial, type Wire } from "./wire.ts";
 
 export interface JobView {
   id: number;
@@ -84,4 +84,47 @@ export async function killed(s: Running): Promise<void> {
     s.child!.once("exit", () => resolve());
     s.child!.kill("SIGKILL");
   });
+}
+
+/** -z for writeJobs's jobs: a body of exactly this size is among them. */
+export const WRITE_JOBS_Z = 1000;
+
+/**
+ * Jobs in every state on a server (ids 1..12 on a fresh one; 11 deleted). Returns
+ * the connection, which holds job 10 reserved, and the bury order of tube beta.
+ */
+export async function writeJobs(s: Running): Promise<{ w: Wire; ids: number[]; buried: number[] }> {
+  const w = await dial(s.addr);
+  const put = async (body: string, pri = 0, delay = 0, ttr = 60) => {
+    const r = await w.put(body, pri, delay, ttr);
+    return Number(/^INSERTED (\d+)\r\n$/.exec(r)![1]);
+  };
+  const ok = async (cmd: string, want: string) => assert.equal(await w.cmd(cmd), want, cmd);
+  assert.equal(await put("plain", 5), 1);
+  await ok("use alpha", "USING alpha\r\n");
+  assert.equal(await put("line1\r\nline2\r\n", 100), 2);
+  assert.equal(await put("m".repeat(WRITE_JOBS_Z), 3), 3);
+  assert.equal(await put("n".repeat(WRITE_JOBS_Z - 1), 4), 4);
+  await ok("use beta", "USING beta\r\n");
+  assert.equal(await put("later", 9, 300), 5);
+  assert.equal(await put("released", 8), 6);
+  await ok("reserve-job 6", "RESERVED 6 8\r\nreleased\r\n");
+  await ok("release 6 7 200", "RELEASED\r\n");
+  assert.equal(await put("buried second", 50), 7);
+  assert.equal(await put("buried first", 51), 8);
+  await ok("reserve-job 8", "RESERVED 8 12\r\nburied first\r\n");
+  await ok("bury 8 60", "BURIED\r\n");
+  await ok("reserve-job 7", "RESERVED 7 13\r\nburied second\r\n");
+  await ok("bury 7 61", "BURIED\r\n");
+  assert.equal(await put("kicked", 2), 9);
+  await ok("reserve-job 9", "RESERVED 9 6\r\nkicked\r\n");
+  await ok("bury 9 2", "BURIED\r\n");
+  await ok("kick-job 9", "KICKED\r\n");
+  await ok("use gamma-x_y.z$(1)", "USING gamma-x_y.z$(1)\r\n");
+  assert.equal(await put("held", 1, 0, 10), 10);
+  await ok("reserve-job 10", "RESERVED 10 4\r\nheld\r\n");
+  assert.equal(await put("gone"), 11);
+  await ok("delete 11", "DELETED\r\n");
+  assert.equal(await put("max pri", 4294967295), 12);
+  return { w, ids: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], buried: [8, 7] };
 }

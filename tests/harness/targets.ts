@@ -283,3 +283,22 @@ export const binaryPgServer: Target = pgServer(
   async () => [await buildBinary()],
   () => binary.unavailable(),
 );
+
+/** Run a command to its end (bounded); its exit code and output. */
+export function runToEnd(
+  argv: readonly string[],
+  args: string[],
+): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(argv[0]!, [...argv.slice(1), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    p.stdout!.on("data", (d: Buffer) => (out += d));
+    p.stderr!.on("data", (d: Buffer) => (err += d));
+    const t = setTimeout(() => p.kill("SIGKILL"), 60_000);
+    p.on("exit", (code) => {
+      clearTimeout(t);
+      resolve({ code, out, err });
+    });
+  });
+}

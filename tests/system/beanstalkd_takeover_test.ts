@@ -9,11 +9,10 @@
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN_SERVER, DENO_SERVER, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
+import { BUN_SERVER, DENO_SERVER, RUNTIME, skipUnless } from "../harness/paths.ts";
 import {
   beanstalkd,
   binary,
@@ -21,10 +20,11 @@ import {
   bunServer,
   denoServer,
   type Running,
+  runToEnd as run,
   type Target,
 } from "../harness/targets.ts";
-import { dial, type Wire } from "../harness/wire.ts";
-import { assertSame, buriedOrder, killed, view, viewAll } from "../harness/job_views.ts";
+import { dial } from "../harness/wire.ts";
+import { assertSame, buriedOrder, killed, view, viewAll, WRITE_JOBS_Z, writeJobs } from "../harness/job_views.ts";
 
 const HERE: { target: Target; argv: () => Promise<string[]> } = RUNTIME === "bun"
   ? { target: bunServer, argv: () => Promise.resolve([...BUN_SERVER]) }
@@ -41,8 +41,8 @@ after(() => rmSync(base, { recursive: true, force: true }));
 let dirs = 0;
 const freshDir = () => mkdtempSync(join(base, `d${dirs++}-`));
 
-/** -z for the jobs below: a body of exactly this size is among them. */
-const Z = 1000;
+/** -z for writeJobs's jobs: a body of exactly this size is among them. */
+const Z = WRITE_JOBS_Z;
 
 /** sha256 of every file in dir whose name passes `keep`. */
 function hashes(dir: string, keep: (name: string) => boolean): Record<string, string> {
@@ -53,62 +53,6 @@ function hashes(dir: string, keep: (name: string) => boolean): Record<string, st
   return out;
 }
 const beanstalkdFile = (n: string) => n === "lock" || /^binlog\.\d+$/.test(n);
-
-/** Run a command to its end (bounded); its exit code and output. */
-function run(argv: string[], args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(argv[0]!, [...argv.slice(1), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    p.stdout!.on("data", (d: Buffer) => (out += d));
-    p.stderr!.on("data", (d: Buffer) => (err += d));
-    const t = setTimeout(() => p.kill("SIGKILL"), 60_000);
-    p.on("exit", (code) => {
-      clearTimeout(t);
-      resolve({ code, out, err });
-    });
-  });
-}
-
-/**
- * Jobs in every state on a server (ids 1..12 on a fresh one; 11 deleted). Returns
- * the connection, which holds job 10 reserved, and the bury order of tube beta.
- */
-async function writeJobs(s: Running): Promise<{ w: Wire; ids: number[]; buried: number[] }> {
-  const w = await dial(s.addr);
-  const put = async (body: string, pri = 0, delay = 0, ttr = 60) => {
-    const r = await w.put(body, pri, delay, ttr);
-    return Number(/^INSERTED (\d+)\r\n$/.exec(r)![1]);
-  };
-  const ok = async (cmd: string, want: string) => assert.equal(await w.cmd(cmd), want, cmd);
-  assert.equal(await put("plain", 5), 1);
-  await ok("use alpha", "USING alpha\r\n");
-  assert.equal(await put("line1\r\nline2\r\n", 100), 2);
-  assert.equal(await put("m".repeat(Z), 3), 3);
-  assert.equal(await put("n".repeat(Z - 1), 4), 4);
-  await ok("use beta", "USING beta\r\n");
-  assert.equal(await put("later", 9, 300), 5);
-  assert.equal(await put("released", 8), 6);
-  await ok("reserve-job 6", "RESERVED 6 8\r\nreleased\r\n");
-  await ok("release 6 7 200", "RELEASED\r\n");
-  assert.equal(await put("buried second", 50), 7);
-  assert.equal(await put("buried first", 51), 8);
-  await ok("reserve-job 8", "RESERVED 8 12\r\nburied first\r\n");
-  await ok("bury 8 60", "BURIED\r\n");
-  await ok("reserve-job 7", "RESERVED 7 13\r\nburied second\r\n");
-  await ok("bury 7 61", "BURIED\r\n");
-  assert.equal(await put("kicked", 2), 9);
-  await ok("reserve-job 9", "RESERVED 9 6\r\nkicked\r\n");
-  await ok("bury 9 2", "BURIED\r\n");
-  await ok("kick-job 9", "KICKED\r\n");
-  await ok("use gamma-x_y.z$(1)", "USING gamma-x_y.z$(1)\r\n");
-  assert.equal(await put("held", 1, 0, 10), 10);
-  await ok("reserve-job 10", "RESERVED 10 4\r\nheld\r\n");
-  assert.equal(await put("gone"), 11);
-  await ok("delete 11", "DELETED\r\n");
-  assert.equal(await put("max pri", 4294967295), 12);
-  return { w, ids: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], buried: [8, 7] };
-}
 
 for (const kind of KINDS) {
   describe(`switching from beanstalkd 1.12: ${kind.target.name}`, { skip }, () => {
