@@ -24,6 +24,17 @@ export function extStatements(S: string) {
       on conflict (node, slot) do update set total_jobs = x.total_jobs + 1)`;
   return {
     /**
+     * Before a delete-tube without a state: lock every job of tube $1, whatever its state
+     * (an OR of the states, so each arm uses its partial index, and a row another
+     * transaction is moving between states is waited for and locked in its new state).
+     * Then none of them changes state under the delete-tube statement that follows, so
+     * none escapes both the delete (not reserved) and the doom (reserved).
+     */
+    lockTube: `select count(*)::float8 as n from (select id from ${S}.jobs
+        where tube = $1 and (state = ${READY} or state = ${RESERVED} or state = ${DELAYED} or state = ${BURIED})
+        for update) as l`,
+
+    /**
      * delete-tube $1 on node $2 ($3: referenced here): the jobs in the states $4 (ready),
      * $5 (delayed), $6 (buried) are deleted; with $7, the reserved ones are doomed (the
      * jobs_doomed trigger deletes each when it comes back). One row: found, n deleted,

@@ -33,18 +33,23 @@ export class PgExtensions {
 
   /** delete-tube; `here`: this node refers to the tube (so it exists without jobs). */
   deleteTube(tube: string, state: TubeState | undefined, here: boolean): Promise<number | Refusal> {
-    const all = state === undefined;
+    const every = state === undefined;
     const params = [
       tube,
       this.#node,
       here,
-      all || state === "ready",
-      all || state === "delayed",
-      all || state === "buried",
-      all,
+      every || state === "ready",
+      every || state === "delayed",
+      every || state === "buried",
+      every,
     ];
     return this.#op(async (tx, turn): Promise<() => number | Refusal> => {
-      const [r] = await tx.query(this.#x.deleteTube, params);
+      // pipelined: the lock's statement runs first, the delete sees the rows it locked as they are now
+      const [, rows] = await all([
+        every ? tx.query(this.#x.lockTube, [tube]) : Promise.resolve([]),
+        tx.query(this.#x.deleteTube, params),
+      ]);
+      const r = rows![0];
       if (!r!.found) return () => "NOT_FOUND";
       const n = Number(r!.n);
       if (n > 0 && Number(r!.left) <= 0) turn.emptied.add(tube);

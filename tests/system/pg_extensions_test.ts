@@ -273,6 +273,44 @@ describe(`${target.name}: extensions`, { skip: skipWithoutPostgres }, () => {
       }
     });
 
+    it("delete-tube through B while workers on A reserve and release: no job put before it survives", async () => {
+      const wa = await dial(a.addr);
+      const workers = await Promise.all([1, 2, 3, 4].map(() => dial(a.addr)));
+      const wb = await dial(b.addr);
+      try {
+        await wa.cmd("use churn");
+        const ids: number[] = [];
+        for (let i = 0; i < 120; i++) ids.push(await putId(wa, `c${i}`));
+        for (const w of workers) {
+          await w.cmd("watch churn");
+          await w.cmd("ignore default");
+        }
+        let stop = false;
+        const churn = workers.map(async (w) => {
+          // bounded: at most 200 cycles a worker
+          for (let n = 0; n < 200 && !stop; n++) {
+            const r = await w.cmd("reserve-with-timeout 0");
+            const m = /^RESERVED (\d+) /.exec(r);
+            if (!m) break; // TIMED_OUT: the tube is empty
+            assert.equal(await w.cmd(`release ${m[1]} 0 0`), "RELEASED\r\n");
+          }
+        });
+        await new Promise((r) => setTimeout(r, 30));
+        const d = await wb.cmd("delete-tube churn");
+        stop = true;
+        await Promise.all(churn);
+        assert.match(d, /^DELETED \d+\r\n$/);
+        for (const id of ids) assert.equal(await wa.cmd(`peek ${id}`), "NOT_FOUND\r\n", `job ${id} survived: ${d}`);
+        const st = await wa.cmd("stats-tube churn");
+        for (const k of ["ready", "reserved", "delayed", "buried"]) {
+          assert.match(st, new RegExp(`\ncurrent-jobs-${k}: 0\n`));
+        }
+        assert.doesNotMatch(await wb.cmd("list-tubes"), /churn/, "no count left behind on B");
+      } finally {
+        for (const w of [wa, wb, ...workers]) w.close();
+      }
+    });
+
     it("drain is per node: A refuses puts, B takes them", async () => {
       const [wa, wb] = [await dial(a.addr), await dial(b.addr)];
       try {
