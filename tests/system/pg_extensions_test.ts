@@ -102,11 +102,12 @@ const SESSION: Step[] = [
   "use slow",
   "watch slow",
   "ignore back",
-  ["put 0 0 1 1", "s"],
+  ["put-unique ks 0 0 1 1", "s"],
   "reserve-with-timeout 0",
   { sleepMs: 1400 },
   "peek-tube slow ready",
   "stats-job 14",
+  ["put-unique ks 0 0 60 1", "t"], // a dead letter keeps no key
   "stats-tube dead",
   "delete-tube dead",
   "list-tubes",
@@ -147,6 +148,7 @@ describe(`${target.name}: extensions`, { skip: skipWithoutPostgres }, () => {
       assert.ok(pgReplies.includes("EXISTS 5\r\n"), "put-unique k1 twice");
       assert.ok(pgReplies.some((r) => /dlq-from-tube: work\n/.test(r)), "a dead letter");
       assert.ok(pgReplies.some((r) => /dlq-from-tube: slow\n/.test(r)), "a dead letter from a TTR timeout");
+      assert.ok(pgReplies.includes("INSERTED 15\r\n"), "the dead letter's key is free");
     } finally {
       a.close();
       b.close();
