@@ -245,6 +245,38 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
     },
   );
 
+  it("--merge refuses a put-unique key the schema holds in the same tube, and writes nothing", {
+    timeout: 30_000,
+  }, async () => {
+    const schema = uniqueSchema("keys");
+    const n = await pgNode(schema);
+    try {
+      const w = await dial(n.addr);
+      w.send("put-unique k 0 0 60 2\r\npg\r\n");
+      assert.equal(await w.reply(), "INSERTED 1\r\n");
+      w.close();
+    } finally {
+      await n.stop();
+    }
+    const dir = freshDir();
+    const s = await single(dir);
+    try {
+      const w = await dial(s.addr);
+      assert.equal(await w.put("filler"), "INSERTED 1\r\n");
+      w.send("put-unique k 0 0 60 3\r\ndir\r\n");
+      assert.equal(await w.reply(), "INSERTED 2\r\n");
+      assert.equal(await w.cmd("delete 1"), "DELETED\r\n");
+      w.close();
+    } finally {
+      await s.stop();
+    }
+    const m = await migrate("-b", dir, "--pg", pg!.url, "--pg-schema", schema, "--merge");
+    assert.equal(m.code, 1, m.err);
+    assert.match(m.err, /^tubeway: migrate: a put-unique key is in both .* and schema keys_\w+: /);
+    const back = await migrate("--to", join(freshDir(), "out"), "--pg", pg!.url, "--pg-schema", schema);
+    assert.match(back.out, /^exported 1 jobs /, "nothing of the directory was written");
+  });
+
   it("refuses a database it cannot use (69), a schema without tubeway's tables, and bad usage (5)", {
     timeout: 30_000,
   }, async () => {
