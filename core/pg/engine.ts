@@ -12,6 +12,7 @@ import type {
   Engine,
   EngineMetrics,
   EngineStats,
+  Exists,
   JobList,
   JobOut,
   JobStats,
@@ -20,6 +21,7 @@ import type {
   Refusal,
   Settling,
   TubeSnapshot,
+  TubeState,
   TubeStats,
   WaitEnd,
   Wake,
@@ -35,6 +37,8 @@ import { type ServeOrder, Serving } from "./serving.ts";
 import { NodeTubes } from "./node_tubes.ts";
 import { claimAll, deleteOp, type DeleteReq, internalOp, putOp, type PutReq } from "./merged.ts";
 import { jobOut, jobSnapshotOf, jobStatsOf, LIST_STATES, message } from "./views.ts";
+import { PgExtensions } from "./extensions.ts";
+import { extStatements } from "./ext_statements.ts";
 
 /** A NOTIFY payload is at most 8000 bytes; past this, "something is due" says enough. */
 const MAX_TUBES_PAYLOAD = 7000;
@@ -106,6 +110,8 @@ export class PgEngine implements Engine {
   #deletes: DeleteReq[] = [];
   #ops: Op[] = [];
   readonly #ids: IdBlocks;
+  /** The extension commands (extensions.ts). */
+  readonly #ext: PgExtensions;
 
   #conns = 0;
   #draining = false;
@@ -130,6 +136,7 @@ export class PgEngine implements Engine {
     this.#turnMetrics.leaseRenewed(this.clock.now(), leaseMs);
     this.#runner = new TurnRunner(opts.sql, opts.turns, (slot) => this.#plan(slot), SLOTS, this.#turnMetrics);
     this.#serving = new Serving(this.clock, leaseMs, () => this.#runner.kick());
+    this.#ext = new PgExtensions(extStatements(opts.schema), q, node, (run) => this.#op(run));
     // The first turn releases what nodes whose lease lapsed still hold (a previous life's).
     this.#runner.kick();
   }
@@ -441,10 +448,49 @@ export class PgEngine implements Engine {
     });
   }
 
+  // ---- extensions (extensions.ts; docs/extensions.md) ------------------------------
+
+  deleteTube(tube: string, state?: TubeState): Promise<number | Refusal> {
+    return this.#ext.deleteTube(tube, state, this.#tubes.has(tube));
+  }
+  kickTube(tube: string, bound: number, state?: "buried" | "delayed"): Promise<number | Refusal> {
+    return this.#ext.kickTube(tube, bound, state, this.#tubes.has(tube));
+  }
+  peekTube(tube: string, state: ListState): Promise<JobOut | undefined> {
+    return this.#ext.peekTube(tube, state);
+  }
+  putAt(c: Client, pri: number, atSec: number, ttrSec: number, body: Uint8Array, id: number): Promise<PutResult> {
+    if (this.#draining) return Promise.resolve("DRAINING");
+    return this.#ext.putAt(c.use.name, pri, atSec, ttrSec, body, id);
+  }
+  putUnique(
+    c: Client,
+    key: string,
+    pri: number,
+    delaySec: number,
+    ttrSec: number,
+    body: Uint8Array,
+    id: number,
+  ): Promise<PutResult | Exists> {
+    if (this.#draining) return Promise.resolve("DRAINING");
+    return this.#ext.putUnique(c.use.name, key, pri, delaySec, ttrSec, body, id);
+  }
+  setDlq(tube: string, maxAttempts: number, deadTube: string): Promise<"OK" | "INTERNAL_ERROR"> {
+    return this.#ext.setDlq(tube, maxAttempts, deadTube);
+  }
+  setBackoff(tube: string, baseSec: number, capSec: number): Promise<"OK" | "INTERNAL_ERROR"> {
+    return this.#ext.setBackoff(tube, baseSec, capSec);
+  }
+
   // ---- the server -----------------------------------------------------------------
 
+  /** Drain mode is this node's (SIGUSR1, `drain on`): the other nodes go on taking puts. */
   drain(): void {
     this.#draining = true;
+  }
+
+  undrain(): void {
+    this.#draining = false;
   }
 
   get draining(): boolean {

@@ -1,8 +1,9 @@
 // `tubeway migrate`: moving the jobs of a stopped single node into PostgreSQL, and
 // back. Into: the jobs tubeway would serve if started on the log directory now (its
 // own log, or beanstalkd 1.12's files not imported yet: export.ts's jobsOfDir) go
-// into the schema in one transaction, with their ids, tubes, fields, counters and
-// bodies; the id sequence moves past the highest id. Back: every job of the schema,
+// into the schema in one transaction, with their ids, tubes, fields, counters,
+// bodies, put-unique keys and dead letters' origins, and the tubes' retry policies;
+// the id sequence moves past the highest id. Back: every job of the schema,
 // read in one snapshot, is written by the binlog writer (core/binlog/) into a new
 // log directory that `tubeway -b DIR` serves. Times cross over as durations (a job's
 // age, a delay's time left) measured against each side's own clock, never as
@@ -14,7 +15,8 @@ import type { JobRecord } from "../wal.ts";
 import type { Sql, SqlClient } from "./sql.ts";
 import { sqlState } from "./sql.ts";
 import { BURIED, DELAYED, ID_BLOCK, migrate, READY, SCHEMA_NAME, SCHEMA_VERSION } from "./schema.ts";
-import { dropped, jobsOfDir } from "../beanstalkd_log/export.ts";
+import { jobsOfDir } from "../beanstalkd_log/export.ts";
+import type { RetryPolicy } from "../engine.ts";
 import { openBinlog } from "../binlog/open.ts";
 import { DEFAULT_BINLOG_SIZE, DEFAULT_FSYNC_MS, MAX_JOB_SIZE_LIMIT } from "../config.ts";
 
@@ -184,6 +186,8 @@ export async function migrateIn(
           return;
         }
         await insertJobs(tx, schema, jobs, now);
+        // read.policies holds the log's PolicyRecords (core/binlog/codec.ts): RetryPolicy's fields
+        await insertPolicies(tx, schema, read.policies as ReadonlyMap<string, RetryPolicy>);
         if (read.maxId > 0) {
           // the next block starts past every migrated id (after setval(v), nextval gives v + ID_BLOCK),
           // and never before the next one the sequence would have given
@@ -195,6 +199,10 @@ export async function migrateIn(
         }
       });
     } catch (e) {
+      if (sqlState(e) === "23505" && (e as { constraint_name?: string }).constraint_name === "jobs_ukey") {
+        const detail = (e as { detail?: string }).detail ?? "";
+        return fail("refused", `a put-unique key is in both ${dir} and schema ${schema}: ${detail || errorText(e)}`);
+      }
       if (sqlState(e) === "23505") {
         const detail = (e as { detail?: string }).detail ?? "";
         return fail("refused", `a job id is in both ${dir} and schema ${schema}: ${detail || errorText(e)}`);
@@ -208,12 +216,33 @@ export async function migrateIn(
         ...read.lines,
         `migrated ${counts(jobs)} from ${dir} into schema ${schema} at ${env.target}; ` +
         `new ids go above ${read.maxId}; start tubeway with --pg`,
-        ...dropped(jobs, read.policies, "migrated"),
       ],
     };
   } finally {
     lock.release();
   }
+}
+
+/**
+ * The log's retry policies (set-dlq, set-backoff) into the policies table; with
+ * --merge, the directory's policy of a tube replaces the schema's.
+ */
+async function insertPolicies(tx: Sql, schema: string, policies: ReadonlyMap<string, RetryPolicy>): Promise<void> {
+  if (policies.size === 0) return;
+  const ps = [...policies];
+  await tx.query(
+    `insert into ${schema}.policies as x (tube, max_attempts, dead_tube, backoff_base, backoff_cap)
+      select * from unnest($1::text[], $2::int8[], $3::text[], $4::int8[], $5::int8[])
+    on conflict (tube) do update set max_attempts = excluded.max_attempts, dead_tube = excluded.dead_tube,
+      backoff_base = excluded.backoff_base, backoff_cap = excluded.backoff_cap`,
+    [
+      ps.map(([t]) => t),
+      ps.map(([, p]) => p.maxAttempts),
+      ps.map(([, p]) => p.deadTube),
+      ps.map(([, p]) => p.backoffBaseSec),
+      ps.map(([, p]) => p.backoffCapSec),
+    ],
+  );
 }
 
 /** Insert `jobs` (ids ascending, buried last in bury order) with their tubes' count rows. */
@@ -258,12 +287,13 @@ async function insertJobs(tx: Sql, schema: string, jobs: readonly JobRecord[], n
     const col = <T>(f: (j: JobRecord) => T) => batch.map(f);
     await tx.query(
       `insert into ${schema}.jobs (id, tube, state, pri, delay_ms, ttr_ms, created_at, ready_at, buried_seq,
-          reserves, timeouts, releases, buries, kicks, body)
+          reserves, timeouts, releases, buries, kicks, body, ukey, dlq_from)
         select id, tube, state, pri, d, ttr, now() - age * interval '1 millisecond',
-          now() + lft * interval '1 millisecond', bseq, r, t, rl, bu, k, substring($15::bytea from o for l)
+          now() + lft * interval '1 millisecond', bseq, r, t, rl, bu, k, substring($15::bytea from o for l), uk, df
         from unnest($1::int8[], $2::text[], $3::int2[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], $8::int8[],
-          $9::int8[], $10::int4[], $11::int4[], $12::int4[], $13::int4[], $14::int4[], $16::int4[], $17::int4[])
-          as u(id, tube, state, pri, d, ttr, age, lft, bseq, r, t, rl, bu, k, o, l)`,
+          $9::int8[], $10::int4[], $11::int4[], $12::int4[], $13::int4[], $14::int4[], $16::int4[], $17::int4[],
+          $18::text[], $19::text[])
+          as u(id, tube, state, pri, d, ttr, age, lft, bseq, r, t, rl, bu, k, o, l, uk, df)`,
       [
         col((j) => j.id),
         col((j) => j.tube),
@@ -282,6 +312,8 @@ async function insertJobs(tx: Sql, schema: string, jobs: readonly JobRecord[], n
         bodies,
         offsets,
         col((j) => j.body!.length),
+        col((j) => j.key ?? null),
+        col((j) => j.from ?? null),
       ],
     );
     start = end;
@@ -321,7 +353,7 @@ export async function migrateOut(env: MigrateEnv, schema: string, dir: string): 
   }
   let snap: Snapshot;
   try {
-    snap = await env.sql.transaction((tx) => snapshot(tx, schema));
+    snap = await env.sql.transaction((tx) => snapshot(tx, schema, found.version));
   } catch (e) {
     return dbFailure(env, e, true);
   }
@@ -346,11 +378,13 @@ export async function migrateOut(env: MigrateEnv, schema: string, dir: string): 
       buries: Number(r.buries),
       kicks: Number(r.kicks),
       body: r.body as Uint8Array,
+      ...(r.ukey == null ? {} : { key: String(r.ukey) }),
+      ...(r.dlq_from == null ? {} : { from: String(r.dlq_from) }),
     };
   });
   let maxId = snap.maxId;
   for (const j of jobs) maxId = Math.max(maxId, j.id);
-  const written = await writeLog(env, dir, jobs, maxId);
+  const written = await writeLog(env, dir, jobs, maxId, snap.policies);
   if (written !== undefined) return written;
   const lines = [
     `exported ${counts(jobs)} of schema ${schema} at ${env.target} to ${dir}; start tubeway with -b ${dir}`,
@@ -370,25 +404,45 @@ interface Snapshot {
   /** The highest id the sequence may have handed out (a node's whole block). */
   maxId: number;
   paused: string[];
+  /** set-dlq's and set-backoff's, by tube (none before migration 3). */
+  policies: Map<string, RetryPolicy>;
   reserved: number;
   live: number;
 }
 
 /** Every job and what goes with it, read in one snapshot. */
-async function snapshot(tx: Sql, schema: string): Promise<Snapshot> {
+async function snapshot(tx: Sql, schema: string, version: number): Promise<Snapshot> {
   await tx.query("set transaction isolation level repeatable read, read only");
+  /** The extensions' columns and table exist (migration 3). */
+  const extended = version >= 3;
   const rows = await tx.query(
     `select id::float8 as id, tube, state, pri::float8 as pri, delay_ms::float8 as delay_ms, ttr_ms::float8 as ttr_ms,
         (extract(epoch from now() - created_at) * 1000)::float8 as age_ms,
         (extract(epoch from ready_at - now()) * 1000)::float8 as left_ms,
-        reserves, timeouts, releases, buries, kicks, body
+        reserves, timeouts, releases, buries, kicks, body${extended ? ", ukey, dlq_from" : ""}
       from ${schema}.jobs order by state = ${BURIED}, case when state = ${BURIED} then buried_seq end, id`,
   );
   const [seq] = await tx.query(
     `select case when is_called then last_value + ${ID_BLOCK} - 1 else 0 end::float8 as m from ${schema}.job_ids`,
   );
   const paused = await tx.query(`select name from ${schema}.tubes where pause_until > now() order by name`);
+  const policies = new Map<string, RetryPolicy>();
+  if (extended) {
+    const rows = await tx.query(
+      `select tube, max_attempts::float8 as m, dead_tube, backoff_base::float8 as b, backoff_cap::float8 as c
+        from ${schema}.policies order by seq`,
+    );
+    for (const r of rows) {
+      policies.set(String(r.tube), {
+        maxAttempts: Number(r.m),
+        deadTube: String(r.dead_tube),
+        backoffBaseSec: Number(r.b),
+        backoffCapSec: Number(r.c),
+      });
+    }
+  }
   return {
+    policies,
     rows,
     maxId: Number(seq?.m ?? 0),
     paused: paused.map((r) => String(r.name)),
@@ -403,6 +457,7 @@ async function writeLog(
   dir: string,
   jobs: readonly JobRecord[],
   maxId: number,
+  policies: ReadonlyMap<string, RetryPolicy>,
 ): Promise<MigrateOutcome | undefined> {
   const byId = new Map(jobs.map((j) => [j.id, j]));
   let opened;
@@ -425,6 +480,9 @@ async function writeLog(
   }
   const wal = opened.wal;
   try {
+    for (const [tube, p] of policies) {
+      if (!wal.policy(tube, p)) return fail("failed", `cannot write the policy of tube ${tube} into ${dir}`);
+    }
     let n = 0;
     for (const j of jobs) {
       if (!wal.put(j) || (++n % BATCH_JOBS === 0 && !wal.flush())) {

@@ -99,8 +99,99 @@ function migrations(S: string): string[][] {
       // Where each node life runs, for the dashboard's cluster view (null: an older tubeway's node).
       `alter table ${S}.nodes add column host text, add column pid integer`,
     ],
+    extensionsMigration(S),
   ];
 }
+
+/**
+ * Migration 3: the extensions (docs/extensions.md). Additive: three nullable columns
+ * (no rewrite of the table), an index over the rows that have a key, a table of
+ * policies, and two row triggers whose WHEN clauses keep them off the stock paths.
+ *
+ * - `ukey`: put-unique's key; the partial unique index makes a key unique per tube
+ *   while its job lives, whichever node inserts it (INSERT ... ON CONFLICT DO NOTHING).
+ * - `dlq_from`: a dead letter's tube of origin (stats-job's dlq-from-tube).
+ * - `doomed`: a job delete-tube found reserved: it is deleted when it comes back.
+ * - `policies`: set-dlq's and set-backoff's per tube; a row only while one is in force.
+ * - `jobs_attempt` (BEFORE UPDATE, only when releases + timeouts grew: a release or a
+ *   TTR timeout, never a disconnect or a lapsed lease): under a policy the row is
+ *   turned into a dead letter or delayed by the backoff as it is written, so the stock
+ *   release and sweep statements apply policies without knowing them. A job that moves
+ *   tube moves one count between the tubes' rows of the extension slot (below).
+ * - `jobs_doomed` (AFTER UPDATE, only on a doomed row leaving reserved): deletes it.
+ *
+ * Counts the extensions change go to the row of slot EXT_SLOT of a (tube, node): the
+ * turn's own slot is not known to an op or a trigger; these are rare changes.
+ */
+function extensionsMigration(S: string): string[] {
+  const bump = (tube: string, node: string, d: string) =>
+    `insert into ${S}.tube_counts as x (tube, node, slot, jobs) values (${tube}, ${node}, ${EXT_SLOT}, ${d})
+      on conflict (tube, node, slot) do update set jobs = x.jobs + excluded.jobs`;
+  return [
+    `alter table ${S}.jobs add column ukey text, add column dlq_from text, add column doomed boolean`,
+    `create unique index jobs_ukey on ${S}.jobs (tube, ukey) where ukey is not null`,
+    `create table ${S}.policies (
+      tube text primary key,
+      seq bigint not null default nextval('${S}.tube_seq'),
+      max_attempts bigint not null default 0,
+      dead_tube text not null default '',
+      backoff_base bigint not null default 0,
+      backoff_cap bigint not null default 0)`,
+    `create function ${S}.job_attempt() returns trigger language plpgsql as $f$
+      declare
+        p ${S}.policies%rowtype;
+        n bigint;
+        d bigint;
+        h bigint := coalesce(old.node, 0);
+      begin
+        select * into p from ${S}.policies where tube = old.tube;
+        if not found then return new; end if;
+        n := new.releases + new.timeouts;
+        if p.max_attempts > 0 and n >= p.max_attempts then
+          -- out of attempts: buried last in the dead tube; the key is free, a requested delay dropped
+          new.tube := p.dead_tube;
+          new.state := ${BURIED};
+          new.buried_seq := nextval('${S}.bury_seq');
+          new.dlq_from := old.tube;
+          new.ukey := null;
+          new.delay_ms := old.delay_ms;
+          new.ready_at := now();
+          new.deadline := null;
+          if p.dead_tube <> old.tube then
+            ${bump("least(old.tube, p.dead_tube)", "h", "case when old.tube < p.dead_tube then -1 else 1 end")};
+            ${bump("greatest(old.tube, p.dead_tube)", "h", "case when old.tube < p.dead_tube then 1 else -1 end")};
+          end if;
+          return new;
+        end if;
+        if p.backoff_base > 0 then
+          d := least(p.backoff_base::numeric * 2::numeric ^ least(n - 1, 32),
+            case when p.backoff_cap > 0 then p.backoff_cap else 4294967295 end, 4294967295)::bigint;
+          -- a release that asked for a longer delay keeps it; a TTR timeout comes back delayed
+          if new.releases = old.releases or d * 1000 > new.delay_ms then
+            new.state := ${DELAYED};
+            new.delay_ms := d * 1000;
+            new.ready_at := now() + d * interval '1 second';
+          end if;
+        end if;
+        return new;
+      end $f$`,
+    `create trigger jobs_attempt before update on ${S}.jobs for each row
+      when (new.releases + new.timeouts > old.releases + old.timeouts and old.doomed is not true)
+      execute function ${S}.job_attempt()`,
+    `create function ${S}.job_doomed() returns trigger language plpgsql as $f$
+      begin
+        delete from ${S}.jobs where id = new.id;
+        ${bump("new.tube", "coalesce(old.node, 0)", "-1")};
+        return null;
+      end $f$`,
+    `create trigger jobs_doomed after update on ${S}.jobs for each row
+      when (old.doomed and new.state <> ${RESERVED})
+      execute function ${S}.job_doomed()`,
+  ];
+}
+
+/** The count rows' slot of what the extensions change (puts of put-at and put-unique, delete-tube, dead letters). */
+export const EXT_SLOT = SLOTS;
 
 /** The newest schema version this tubeway knows. */
 export const SCHEMA_VERSION = migrations("s").length;

@@ -162,7 +162,8 @@ export function statements(S: string) {
       `select ${OUT} from ${S}.jobs j where j.state = ${BURIED} and j.tube = $1 order by j.buried_seq limit 1`,
     statsJob: `select tube, state, pri::float8 as pri, delay_ms::float8 as delay_ms, ttr_ms::float8 as ttr_ms,
         reserves, timeouts, releases, buries, kicks, -${msUntil("created_at")} as age_ms,
-        ${msUntil(`case when state = ${RESERVED} then deadline when state = ${DELAYED} then ready_at end`)} as left_ms
+        ${msUntil(`case when state = ${RESERVED} then deadline when state = ${DELAYED} then ready_at end`)} as left_ms,
+        ukey, dlq_from
       from ${S}.jobs where id = $1`,
     /** Per-state counts of tube $1 (counted), its counters and its pause (zeros for a tube the database does not know). */
     statsTube: `select
@@ -175,8 +176,10 @@ export function statements(S: string) {
         (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_READY}) as ready,
         (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_RESERVED}) as reserved,
         (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_DELAYED}) as delayed,
-        (select count(*)::float8 from ${S}.jobs where tube = $1 and state = ${BURIED}) as buried
-      from (select 1) as one left join ${S}.tubes p on p.name = $1`,
+        (select count(*)::float8 from ${S}.jobs where tube = $1 and state = ${BURIED}) as buried,
+        r.max_attempts::float8 as dlq_max, r.dead_tube as dlq_tube, r.backoff_base::float8 as backoff_base,
+        r.backoff_cap::float8 as backoff_cap
+      from (select 1) as one left join ${S}.tubes p on p.name = $1 left join ${S}.policies r on r.tube = $1`,
     /** The cluster's job gauges (counted: a scan of the jobs table) and counters. */
     stats: `select
         count(*) filter (where ${NOW_READY} and pri < 1024)::float8 as urgent,
@@ -187,8 +190,11 @@ export function statements(S: string) {
         (select coalesce(sum(total_jobs), 0)::float8 from ${S}.node_counts) as total_jobs,
         (select coalesce(sum(job_timeouts), 0)::float8 from ${S}.node_counts) as job_timeouts
       from ${S}.jobs`,
-    /** Tubes with jobs, in the order they were first counted. */
-    tubeNames: `select tube as name from ${S}.tube_counts group by tube having sum(jobs) > 0 order by min(seq)`,
+    /** Tubes with jobs or a policy (extensions), in the order they were first counted. */
+    tubeNames: `select name from (
+        select tube as name, min(seq) as seq from ${S}.tube_counts group by tube having sum(jobs) > 0
+        union all select tube, seq from ${S}.policies) as x
+      group by name order by min(seq)`,
     /**
      * pause-tube $1 for $2 s ($3: referenced here, so it exists even without jobs). No
      * row when there is no such tube.
@@ -196,6 +202,7 @@ export function statements(S: string) {
     pause: `insert into ${S}.tubes as x (name, cmd_pause, pause_ms, pause_until)
         select $1::text, 1, $2::int8 * 1000, case when $2::int8 > 0 then now() + $2::int8 * 1000 * ${MS} end
         where $3::boolean or (select coalesce(sum(jobs), 0) from ${S}.tube_counts where tube = $1) > 0
+          or exists (select 1 from ${S}.policies where tube = $1)
       on conflict (name) do update set cmd_pause = x.cmd_pause + 1, pause_ms = excluded.pause_ms,
         pause_until = excluded.pause_until
       returning 1`,
@@ -207,7 +214,7 @@ export function statements(S: string) {
      */
     dropTubes: `with g as (
         select name from unnest($1::text[]) as u(name)
-        where name <> 'default'
+        where name <> 'default' and not exists (select 1 from ${S}.policies where tube = u.name)
           and (select coalesce(sum(jobs), 0) from ${S}.tube_counts where tube = u.name) = 0
           and not exists (select 1 from ${S}.tube_counts c join ${S}.nodes n on n.id = c.node
             where c.tube = u.name and c.jobs <> 0 and n.lease_until >= now())),
@@ -222,7 +229,8 @@ export function statements(S: string) {
         reserves, timeouts, releases, buries, kicks, -${msUntil("created_at")} as age_ms,
         greatest(0, ${msUntil("ready_at")}) as left_ms, body
       from ${S}.jobs where tube = $1 and state = $2
-      order by case when $2 = ${READY} then pri end, case when $2 = ${BURIED} then buried_seq end, ready_at, id
+      order by case when $2 = ${READY} then pri end, case when $2 = ${READY} then id end,
+        case when $2 = ${BURIED} then buried_seq end, ready_at, id
       limit $3::int8 offset $4::int8`,
   };
 }

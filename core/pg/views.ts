@@ -27,7 +27,7 @@ export function message(e: unknown): string {
 
 /** stats-job of job `id` from its statsJob row. */
 export function jobStatsOf(id: number, r: Row): JobStats {
-  return {
+  const st: JobStats = {
     id,
     tube: r.tube as string,
     state: STATE_NAMES[Number(r.state)]!,
@@ -43,6 +43,10 @@ export function jobStatsOf(id: number, r: Row): JobStats {
     buries: Number(r.buries),
     kicks: Number(r.kicks),
   };
+  // extensions: only on jobs that have them
+  if (r.dlq_from != null) st.deadLetterFrom = r.dlq_from as string;
+  if (r.ukey != null) st.key = r.ukey as string;
+  return st;
 }
 
 /** One job of a listJobs row. */
@@ -66,10 +70,16 @@ export function jobSnapshotOf(r: Row, state: ListState): JobSnapshot {
 
 /** stats-tube from the tube's row and this node's references; undefined when neither has it. */
 export function tubeStatsOf(name: string, row: Row | undefined, here: Tube | undefined): TubeStats | undefined {
-  if (!here && (!row || Number(row.jobs) === 0)) return undefined;
+  const policy = row?.dlq_max == null ? undefined : {
+    maxAttempts: Number(row.dlq_max),
+    deadTube: row.dlq_tube as string,
+    backoffBaseSec: Number(row.backoff_base),
+    backoffCapSec: Number(row.backoff_cap),
+  };
+  if (!here && !policy && (!row || Number(row.jobs) === 0)) return undefined;
   const n = (k: string) => (row ? Number(row[k]) : 0);
   const left = Math.max(0, n("pause_left_ms"));
-  return {
+  const stats: TubeStats = {
     name,
     urgent: n("urgent"),
     ready: n("ready"),
@@ -85,4 +95,6 @@ export function tubeStatsOf(name: string, row: Row | undefined, here: Tube | und
     pause: left > 0 ? Math.trunc(n("pause_ms") / 1000) : 0,
     pauseTimeLeft: left > 0 ? Math.trunc(left / 1000) : 0,
   };
+  if (policy) stats.policy = policy; // extensions: only on tubes that have one
+  return stats;
 }

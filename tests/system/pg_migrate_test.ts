@@ -245,6 +245,38 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
     },
   );
 
+  it("--merge refuses a put-unique key the schema holds in the same tube, and writes nothing", {
+    timeout: 30_000,
+  }, async () => {
+    const schema = uniqueSchema("keys");
+    const n = await pgNode(schema);
+    try {
+      const w = await dial(n.addr);
+      w.send("put-unique k 0 0 60 2\r\npg\r\n");
+      assert.equal(await w.reply(), "INSERTED 1\r\n");
+      w.close();
+    } finally {
+      await n.stop();
+    }
+    const dir = freshDir();
+    const s = await single(dir);
+    try {
+      const w = await dial(s.addr);
+      assert.equal(await w.put("filler"), "INSERTED 1\r\n");
+      w.send("put-unique k 0 0 60 3\r\ndir\r\n");
+      assert.equal(await w.reply(), "INSERTED 2\r\n");
+      assert.equal(await w.cmd("delete 1"), "DELETED\r\n");
+      w.close();
+    } finally {
+      await s.stop();
+    }
+    const m = await migrate("-b", dir, "--pg", pg!.url, "--pg-schema", schema, "--merge");
+    assert.equal(m.code, 1, m.err);
+    assert.match(m.err, /^tubeway: migrate: a put-unique key is in both .* and schema keys_\w+: /);
+    const back = await migrate("--to", join(freshDir(), "out"), "--pg", pg!.url, "--pg-schema", schema);
+    assert.match(back.out, /^exported 1 jobs /, "nothing of the directory was written");
+  });
+
   it("refuses a database it cannot use (69), a schema without tubeway's tables, and bad usage (5)", {
     timeout: 30_000,
   }, async () => {
@@ -279,17 +311,18 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
   });
 
   it(
-    "works in the compiled executable: --merge adds to a schema with jobs, what PostgreSQL cannot hold is named",
+    "works in the compiled executable: --merge adds to a schema with jobs; policies, keys and dead letters both ways",
     { timeout: 60_000 },
     async () => {
       const bin = [await buildBinary()];
       const dir = freshDir();
-      /** A single tubeway of the binary on `dir`, these commands and their replies, stopped. */
-      const session = async (cmds: [string, RegExp][]) => {
+      /** A single tubeway of the binary on `dir`, these commands (or commands made of the replies so far) and their replies, stopped. */
+      const session = async (cmds: [string | ((replies: string[]) => string), RegExp][]) => {
         const s = await startProcess(bin, ["-b", dir]);
         const w = await dial(s.addr);
         const replies: string[] = [];
-        for (const [cmd, want] of cmds) {
+        for (const [c, want] of cmds) {
+          const cmd = typeof c === "string" ? c : c(replies);
           replies.push(await w.cmd(cmd));
           assert.match(replies.at(-1)!, want, cmd);
         }
@@ -308,29 +341,56 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
         ["delete 1", /^DELETED\r\n$/],
         ["set-dlq default 3 dead", /^DLQ_SET\r\n$/],
         ["put-unique k1 5 0 20 6\r\nunique", /^INSERTED \d+\r\n$/],
+        // a dead letter: tube dl allows one attempt
+        ["set-dlq dl 1 dead", /^DLQ_SET\r\n$/],
+        ["set-backoff dl 7 0", /^BACKOFF_SET\r\n$/],
+        ["use dl", /^USING dl\r\n$/],
+        ["watch dl", /^WATCHING 2\r\n$/],
+        ["ignore default", /^WATCHING 1\r\n$/],
+        ["put 9 0 20 4\r\ndead", /^INSERTED \d+\r\n$/],
+        ["reserve-with-timeout 0", /^RESERVED \d+ 4\r\ndead\r\n$/],
+        [(r) => `release ${/^RESERVED (\d+)/.exec(r.at(-1)!)![1]} 9 0`, /^RELEASED\r\n$/],
       ]);
       const m = await run(["migrate", "-b", dir, "--pg", pg!.url, "--pg-schema", schema, "--merge"], bin);
       assert.equal(m.code, 0, m.err);
       const lines = m.out.split("\n");
-      assert.match(lines[0]!, /^migrated 1 jobs \(1 ready, 0 delayed, 0 buried\) from /);
-      assert.deepEqual(lines.slice(1), [
-        "dropped the retry policies (set-dlq, set-backoff) of 1 tubes: default",
-        "dropped the put-unique keys of 1 jobs (the jobs are migrated)",
-        "",
-      ]);
+      assert.match(lines[0]!, /^migrated 2 jobs \(1 ready, 0 delayed, 1 buried\) from /);
+      assert.deepEqual(lines.slice(1), [""], "nothing dropped");
+      // in the database, the key holds and the policies apply
+      const unique = Number(/^INSERTED (\d+)/.exec(replies[2]!)![1]);
+      const node = await startProcess(bin, ["--pg", pg!.url, "--pg-schema", schema]);
+      try {
+        const w = await dial(node.addr);
+        w.send("put-unique k1 0 0 20 1\r\nx\r\n");
+        assert.equal(await w.reply(), `EXISTS ${unique}\r\n`);
+        assert.match(await w.cmd("stats-tube dl"), /\ndlq-max-attempts: 1\ndlq-tube: dead\nbackoff-base: 7\n/);
+        w.close();
+      } finally {
+        await node.stop();
+      }
 
       const out = join(freshDir(), "back");
       const b = await run(["migrate", "--to", out, "--pg", pg!.url, "--pg-schema", schema], bin);
       assert.equal(b.code, 0, b.err);
-      assert.match(b.out, /^exported 2 jobs \(2 ready, 0 delayed, 0 buried\)/);
+      assert.match(b.out, /^exported 3 jobs \(2 ready, 0 delayed, 1 buried\)/);
+      assert.doesNotMatch(b.out, /dropped/);
       const s2 = await startProcess(bin, ["-b", out]);
       try {
         const t = await dial(s2.addr);
         assert.equal(await t.cmd("peek 1"), "FOUND 1 15\r\nfrom the binary\r\n");
         assert.equal(await t.cmd("peek-ready"), "FOUND 1 15\r\nfrom the binary\r\n", "pri 3 before pri 5");
-        const unique = Number(/^INSERTED (\d+)/.exec(replies[2]!)![1]);
         assert.ok(unique > 1, `${unique}`);
         assert.equal(await t.cmd(`peek ${unique}`), `FOUND ${unique} 6\r\nunique\r\n`);
+        assert.match(await t.cmd(`stats-job ${unique}`), /\nunique-key: k1\n/);
+        t.send("put-unique k1 0 0 20 1\r\nx\r\n");
+        assert.equal(await t.reply(), `EXISTS ${unique}\r\n`, "the key came back with its job");
+        assert.match(await t.cmd("stats-tube default"), /\ndlq-max-attempts: 3\ndlq-tube: dead\n/);
+        assert.match(await t.cmd("stats-tube dl"), /\ndlq-max-attempts: 1\ndlq-tube: dead\nbackoff-base: 7\n/);
+        const dead = Number(/^RESERVED (\d+)/.exec(replies[9]!)![1]);
+        assert.match(
+          await t.cmd(`stats-job ${dead}`),
+          /\ntube: dead\nstate: buried\npri: 9\n[\s\S]*\ndlq-from-tube: dl\n/,
+        );
         t.close();
       } finally {
         await s2.stop();
