@@ -90,10 +90,10 @@ wireSuite(NODES, { oneNode: PER_NODE_VIEWS });
 //    of appearance (harness/differential.ts IdMap): commands go out with the node's ids,
 //    replies are compared with beanstalkd's.
 // 2. per-node counters (docs/pg.md "per node": connections, cmd-*, producers, workers,
-//    current-waiting; stats-tube's current-using, current-watching, current-waiting; and
-//    current-tubes, the count of the node's list of tubes, "which tubes exist"): compared
-//    exactly where every connection the session has opened so far is on the asking
-//    connection's node; elsewhere they read "(per node)" in both transcripts.
+//    current-waiting, current-tubes (the length of the node's list-tubes); stats-tube's
+//    current-using, current-watching, current-waiting): compared exactly where every
+//    connection the session has opened so far is on the asking connection's node;
+//    elsewhere they read "(per node)" in both transcripts.
 // 3. list-tubes (docs/pg.md "which tubes exist", "list-tubes order": a tube only used or
 //    watched exists on the node whose clients refer to it; a tube that got jobs through
 //    another node is appended when this node first sees it): under the same condition as
