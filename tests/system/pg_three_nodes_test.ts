@@ -11,7 +11,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { RUNTIME, skipUnless } from "../harness/paths.ts";
-import { type Entry, IdMap, lines, play, pool, subjectEntries, wrongWants } from "../harness/differential.ts";
+import { type Entry, IdMap, lines, mapIds, play, pool, subjectEntries, wrongWants } from "../harness/differential.ts";
 import { type Session, SESSIONS } from "../harness/sessions.ts";
 import { beanstalkd, type Target } from "../harness/targets.ts";
 import { STATS_KEYS } from "../harness/stats_keys.ts";
@@ -222,6 +222,82 @@ function allowPerNode(session: Session, expected: Entry[], subject: Entry[]): [E
   };
   return [expected.map((e) => apply(e, false)), subject.map((e) => apply(e, true))];
 }
+
+describe("differential across three nodes: the allowances are no wider than said", () => {
+  const okOf = (y: string) => `OK ${y.length}\r\n${y}\r\n`;
+  const entry = (step: number, got: string): Entry => ({ step, label: "", got });
+  // c0 is on node A, c1 on node B; from step 2 on, the session has used both.
+  const session: Session = {
+    name: "allowances",
+    steps: [
+      { op: "cmd", c: 0, line: "stats" },
+      { op: "cmd", c: 0, line: "list-tubes" },
+      { op: "cmd", c: 1, line: "use x" },
+      { op: "send", c: 0, data: ["stats-tube x\r\nlist-tubes-watched\r\nlist-tubes\r\n"], gapMs: 0 },
+      { op: "reply", c: 0 },
+      { op: "reply", c: 0 },
+      { op: "reply", c: 0 },
+    ],
+  };
+  const tube = (jobs: number, using: number) =>
+    okOf(`---\nname: x\ncurrent-jobs-ready: ${jobs}\ncurrent-using: ${using}\ncmd-delete: 0\n`);
+  const stats = (put: number, ready: number) => okOf(`---\ncurrent-jobs-ready: ${ready}\ncmd-put: ${put}\n`);
+  const allow = (step: number, want: string, got: string): [string, string] => {
+    const [w, g] = allowPerNode(session, [entry(step, want)], [entry(step, got)]);
+    return [w[0]!.got, g[0]!.got];
+  };
+
+  it("connections go to nodes in order of first use; a step crosses nodes once another node was used", () => {
+    assert.deepEqual([...nodeOfConnection(session)], [[0, 0], [1, 1]]);
+    assert.deepEqual(crossesNodes(session), [false, false, true, true, true, true, true]);
+    assert.deepEqual(commandOfStep(session), [
+      "stats",
+      "list-tubes",
+      "use",
+      undefined,
+      "stats-tube",
+      "list-tubes-watched",
+      "list-tubes",
+    ]);
+  });
+
+  it("before another node is used, per-node counters and lists compare exactly", () => {
+    const [want, got] = allow(0, stats(2, 1), stats(1, 1));
+    assert.notEqual(want, got);
+    const [w2, g2] = allow(1, okOf("---\n- default\n- x\n"), okOf("---\n- default\n"));
+    assert.notEqual(w2, g2);
+  });
+
+  it("across nodes, only the per-node keys are let go; cluster-wide ones still compare", () => {
+    const [want, got] = allow(4, tube(1, 2), tube(1, 0));
+    assert.equal(got, want);
+    const [w2, g2] = allow(4, tube(1, 2), tube(2, 2));
+    assert.notEqual(g2, w2, "current-jobs-ready is the cluster's");
+  });
+
+  it("list-tubes across nodes: default and tubes beanstalkd lists, nothing else; list-tubes-watched exactly", () => {
+    const ref = okOf("---\n- default\n- x\n");
+    assert.equal(...allow(6, ref, okOf("---\n- default\n")));
+    assert.notEqual(...allow(6, ref, okOf("---\n- default\n- y\n")));
+    assert.notEqual(...allow(6, ref, okOf("---\n- x\n")));
+    assert.notEqual(...allow(5, ref, okOf("---\n- default\n")));
+  });
+
+  it("ids: paired in order of appearance, sent as the node's, a later id predicted on the sender's node", () => {
+    const reference = [entry(0, "INSERTED 1\r\n"), entry(1, "INSERTED 2\r\n"), entry(2, "RESERVED 2 1\r\nb\r\n")];
+    const ids = new IdMap(reference, (c) => 1 + 1000 * c);
+    assert.equal(ids.got(0, "INSERTED 1\r\n"), "INSERTED 1\r\n");
+    assert.equal(ids.got(1, "INSERTED 1001\r\n"), "INSERTED 2\r\n");
+    assert.equal(ids.sent(0, "delete 2"), "delete 1001");
+    assert.equal(ids.got(2, "RESERVED 1 1\r\na\r\n"), "RESERVED 1 1\r\na\r\n", "another job stays visible");
+    assert.equal(ids.sent(1, "put 0 0 60 1\r\nx\r\ndelete 3\r\n"), "put 0 0 60 1\r\nx\r\ndelete 1002\r\n");
+    assert.equal(ids.sent(0, "delete 999"), "delete 999", "an id far beyond any put is left alone");
+    assert.equal(
+      mapIds(okOf("---\nid: 1001\ntube: default\n"), (id) => (id === "1001" ? "2" : id)),
+      okOf("---\nid: 2\ntube: default\n"),
+    );
+  });
+});
 
 /** Sessions played at once against three nodes each. */
 const PARALLEL = 3;
