@@ -98,15 +98,14 @@ wireSuite(NODES, { oneNode: PER_NODE_VIEWS });
 //    watched exists on the node whose clients refer to it; a tube that got jobs through
 //    another node is appended when this node first sees it): under the same condition as
 //    2, the node's list must hold `default` and only tubes beanstalkd lists.
-//
-// The cluster-wide figures (current-jobs-*, total-jobs, job-timeouts, stats-tube's
-// job counts, cmd-delete, cmd-pause-tube, pause) are compared exactly everywhere.
-
 // 4. The session "waiting reservers are served in arrival order" runs with every
 //    connection on node A, B and C serving the same schema: docs/pg.md "claim order
 //    under concurrency" (waiters on different nodes claim in concurrent transactions, so
 //    arrival order holds among one node's waiting clients) and "per node" (the session
 //    waits for stats-tube's current-waiting, which counts the answering node's clients).
+//
+// The cluster-wide figures (current-jobs-*, total-jobs, job-timeouts, stats-tube's
+// job counts, cmd-delete, cmd-pause-tube, pause) are compared exactly everywhere.
 const ONE_NODE_SESSIONS: Record<string, string> = {
   "waiting reservers are served in arrival order": "claim order under concurrency; per node: current-waiting",
 };
