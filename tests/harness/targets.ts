@@ -24,6 +24,8 @@ export interface Running {
   output(): string;
   /** Stop it (SIGTERM, then SIGKILL after a grace period) and wait for exit. */
   stop(): Promise<void>;
+  /** When the target is several servers behind `addr` (harness/pg_nodes.ts): each of them. */
+  nodes?: Running[];
 }
 
 /** A kind of server to test. */

@@ -9,7 +9,7 @@
 // Where tubeway deliberately differs from 1.12 (spec §0, waiter order), the suite
 // holds the real beanstalkd (target `beanstalkd`) to the 1.12 answer, so the
 // expectations here can themselves be checked against the reference binary.
-import { after, before, describe, it } from "node:test";
+import { after, before, describe, it as baseIt } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import * as os from "node:os";
@@ -174,8 +174,18 @@ function kernelVersion(): string {
 
 // ---- the suite -------------------------------------------------------------------------
 
+/** How a target that is several servers behind one address runs the suite. */
+export interface WireSuiteOptions {
+  /**
+   * Tests (by name) that read a view one server keeps of its own (its pid, its
+   * connections, its list of tubes, its waiting clients), each with the reason: every
+   * connection of such a test goes to the first of `Running.nodes`, the others running.
+   */
+  oneNode?: Record<string, string>;
+}
+
 /** Register the wire suite for one target. */
-export function wireSuite(target: Target): void {
+export function wireSuite(target: Target, options: WireSuiteOptions = {}): void {
   /** The reference 1.12 binary: held to 1.12's answers where tubeway deliberately differs. */
   const v112 = target === beanstalkd;
   /** A string value as stats/stats-job/stats-tube write it (tubeway quotes only values a YAML reader would misread). */
@@ -184,9 +194,25 @@ export function wireSuite(target: Target): void {
 
   describe(target.name, { skip: skipUnless(missing === undefined, missing ?? "") }, () => {
     let running: Running | undefined;
+    /** Set while a test of options.oneNode runs. */
+    let pinned = false;
     const srv = (): Running => {
       assert.ok(running, "server did not start");
-      return running;
+      if (!pinned) return running;
+      assert.ok(running.nodes?.[0], "a oneNode test needs a target with nodes");
+      return running.nodes[0];
+    };
+    const names: string[] = [];
+    const it = (name: string, fn: () => Promise<void>) => {
+      names.push(name);
+      baseIt(name, async () => {
+        pinned = options.oneNode?.[name] !== undefined;
+        try {
+          await fn();
+        } finally {
+          pinned = false;
+        }
+      });
     };
     const session = (body: (c: Conns) => Promise<void>) => withConns(srv, body);
 
@@ -1066,5 +1092,11 @@ export function wireSuite(target: Target): void {
         await r.stop();
       }
     });
+
+    if (options.oneNode) {
+      baseIt("every test named in oneNode is one of the suite's", () => {
+        assert.deepEqual(Object.keys(options.oneNode!).filter((n) => !names.includes(n)), []);
+      });
+    }
   });
 }
