@@ -160,9 +160,16 @@ export function statements(S: string) {
       `select ${OUT} from ${S}.jobs j where j.state = ${DELAYED} and j.tube = $1 order by j.ready_at, j.id limit 1`,
     peekBuried:
       `select ${OUT} from ${S}.jobs j where j.state = ${BURIED} and j.tube = $1 order by j.buried_seq limit 1`,
-    statsJob: `select tube, state, pri::float8 as pri, delay_ms::float8 as delay_ms, ttr_ms::float8 as ttr_ms,
-        reserves, timeouts, releases, buries, kicks, -${msUntil("created_at")} as age_ms,
-        ${msUntil(`case when state = ${RESERVED} then deadline when state = ${DELAYED} then ready_at end`)} as left_ms,
+    // As the counts: a job the turn's sweep skipped (another transaction held its row) is
+    // shown as the sweep will leave it, so stats-tube and stats-job agree.
+    statsJob: `select tube, case when ${NOW_READY} then ${READY} else state end as state, pri::float8 as pri,
+        delay_ms::float8 as delay_ms, ttr_ms::float8 as ttr_ms, reserves,
+        timeouts + (case when state = ${RESERVED} and deadline <= now() then 1 else 0 end) as timeouts,
+        releases, buries, kicks, -${msUntil("created_at")} as age_ms,
+        ${
+      msUntil(`case when ${NOW_READY} then null when state = ${RESERVED} then deadline
+          when state = ${DELAYED} then ready_at end`)
+    } as left_ms,
         ukey, dlq_from
       from ${S}.jobs where id = $1`,
     /** Per-state counts of tube $1 (counted), its counters and its pause (zeros for a tube the database does not know). */
