@@ -30,6 +30,8 @@ export async function openPgService(config: Config & { pg: PgConfig }, opts: Ope
       turns,
       maxJobSize: config.maxJobSize,
       leaseMs: config.pg.leaseMs,
+      waitMs: config.pg.waitMs,
+      target: pgTarget(config.pg.url || undefined),
       error,
     });
   } catch (e) {

@@ -6,8 +6,9 @@
 import type { Client } from "../model.ts";
 import type { Clock, Turns } from "../clock.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "../histogram.ts";
-import { DEFAULT_BINLOG_SIZE } from "../config.ts";
+import { DEFAULT_BINLOG_SIZE, DEFAULT_PG_WAIT_MS } from "../config.ts";
 import type {
+  DatabaseHealth,
   Engine,
   EngineMetrics,
   EngineStats,
@@ -23,11 +24,11 @@ import type {
   WaitEnd,
   Wake,
 } from "../engine.ts";
-import type { Row, Sql, SqlClient } from "./sql.ts";
+import { away, type ListenEvents, type Row, type Sql, type SqlClient } from "./sql.ts";
 import { migrate, SLOTS } from "./schema.ts";
 import { IdBlocks } from "./ids.ts";
 import { type Statements, statements } from "./statements.ts";
-import { all, type Op, type Plan, TurnRunner, type TurnState } from "./turn.ts";
+import { all, type Op, type Plan, TurnRunner, type TurnState, untilBack, type Waiting } from "./turn.ts";
 import { DEADLINE_SOON_MS, PgClient } from "./client.ts";
 import { type ServeOrder, Serving } from "./serving.ts";
 import { NodeTubes } from "./node_tubes.ts";
@@ -61,6 +62,10 @@ export interface PgEngineOptions {
   leaseMs?: number;
   /** Where failures of the database go (a command that hit one answers INTERNAL_ERROR). */
   error?: (line: string) => void;
+  /** How long a command waits for a database that is away (--pg-wait), then answers INTERNAL_ERROR. */
+  waitMs?: number;
+  /** The database as logs name it ("host:port/db", no password). */
+  target?: string;
 }
 
 /** Migrate the schema, register this node, take its first ids, listen: then serve. */
@@ -71,7 +76,7 @@ export async function openPgEngine(opts: PgEngineOptions): Promise<PgEngine> {
   const [reg] = await opts.sql.query(q.register, [leaseMs]);
   const [block] = await opts.sql.query(q.idBlock);
   const engine = new PgEngine(opts, q, Number(reg!.id), Number(block!.id), leaseMs);
-  await opts.sql.listen(engine.channel, (p) => engine.heard(p));
+  await opts.sql.listen(engine.channel, (p) => engine.heard(p), engine.listenEvents);
   return engine;
 }
 
@@ -94,6 +99,13 @@ export class PgEngine implements Engine {
   readonly #serving: Serving;
   readonly #readyToReserve = new Histogram(QUEUE_BOUNDS_MS);
   readonly #reserveToDelete = new Histogram(QUEUE_BOUNDS_MS);
+  readonly #waiting: Waiting;
+  readonly #target: string;
+  readonly #database: DatabaseHealth = { available: true, reason: "" };
+  /** Since when the database is away (monotonic ms). */
+  #awaySince = 0;
+  /** When a transaction last committed (monotonic ms). */
+  #okAt = -Infinity;
 
   #puts: PutReq[] = [];
   #reserves: ReserveReq[] = [];
@@ -119,7 +131,13 @@ export class PgEngine implements Engine {
       () => this.#sql.query(q.idBlock).then(([row]) => Number(row!.id)),
       (e) => this.#error(`pg: could not take a block of job ids: ${message(e)}`),
     );
-    this.#runner = new TurnRunner(opts.sql, opts.turns, (slot) => this.#plan(slot), SLOTS);
+    this.#target = opts.target ?? "the database";
+    this.#waiting = {
+      clock: this.clock,
+      waitMs: opts.waitMs ?? DEFAULT_PG_WAIT_MS,
+      health: { away: (e, startedAt) => this.#away(e, startedAt), back: () => this.#back() },
+    };
+    this.#runner = new TurnRunner(opts.sql, opts.turns, (slot) => this.#plan(slot), SLOTS, this.#waiting);
     this.#serving = new Serving(this.clock, leaseMs, () => this.#runner.kick());
     // The first turn releases what nodes whose lease lapsed still hold (a previous life's).
     this.#runner.kick();
@@ -372,7 +390,39 @@ export class PgEngine implements Engine {
   }
 
   metrics(): EngineMetrics {
-    return { readyToReserve: this.#readyToReserve, reserveToDelete: this.#reserveToDelete, log: undefined };
+    return {
+      readyToReserve: this.#readyToReserve,
+      reserveToDelete: this.#reserveToDelete,
+      log: undefined,
+      database: { ...this.#database },
+    };
+  }
+
+  /**
+   * A transaction or read begun at `startedAt` failed because the database is away: said
+   * once per outage. Not when another one committed since it began (it waited across the
+   * database's return).
+   */
+  #away(e: unknown, startedAt = Infinity): void {
+    if (!this.#database.available || this.#okAt > startedAt) return;
+    this.#database.available = false;
+    this.#database.reason = `PostgreSQL at ${this.#target} is unavailable: ${message(e)}`;
+    this.#awaySince = this.clock.now();
+    this.#error(
+      `pg: database at ${this.#target} went away (${message(e)}); commands wait up to ${
+        this.#waiting.waitMs / 1000
+      } s for it, then answer INTERNAL_ERROR`,
+    );
+  }
+
+  /** A transaction committed (or a read answered) again. */
+  #back(): void {
+    this.#okAt = this.clock.now();
+    if (this.#database.available) return;
+    this.#database.available = true;
+    this.#database.reason = "";
+    const s = ((this.clock.now() - this.#awaySince) / 1000).toFixed(1);
+    this.#error(`pg: database at ${this.#target} is back after ${s} s`);
   }
 
   // ---- tubes ----------------------------------------------------------------------
@@ -435,8 +485,25 @@ export class PgEngine implements Engine {
     return this.#closing;
   }
 
-  /** A NOTIFY on this schema's channel: "<node> r|d <tube>,<tube>...". */
-  heard(payload: string): void {
+  /**
+   * The LISTEN connection lost: the database went away (most likely; a turn under way or
+   * the next one tells). LISTEN again: NOTIFYs may have been missed meanwhile, and the
+   * lease may be close to lapsing: renew it now.
+   */
+  readonly listenEvents: ListenEvents = {
+    lost: (e) => this.#away(e),
+    again: () => {
+      this.#serving.renewLease();
+      this.heard(undefined);
+    },
+  };
+
+  /**
+   * A NOTIFY on this schema's channel: "<node> r|d <tube>,<tube>..."; undefined: LISTEN
+   * was established again, NOTIFYs may have been missed meanwhile.
+   */
+  heard(payload: string | undefined): void {
+    if (payload === undefined) return this.#serving.heard(undefined);
     const [from, kind, tubes] = payload.split(" ");
     if (Number(from) === this.node) return;
     this.#serving.heard(kind === "d" || !tubes ? undefined : tubes.split(","));
@@ -460,7 +527,10 @@ export class PgEngine implements Engine {
    * leave them.
    */
   #read<T>(run: (sql: Sql) => Promise<() => T>): Promise<T> {
-    return this.#tubes.forgotten().then(() => run(this.#sql)).then((then) => then());
+    const since = this.clock.now();
+    return this.#tubes.forgotten().then(() => untilBack(this.#waiting, () => run(this.#sql), since)).then((then) =>
+      then()
+    );
   }
 
   /** Work no client waits for (a closed connection's reservations): failures are logged. */
@@ -518,7 +588,8 @@ export class PgEngine implements Engine {
       failed: (e) => {
         dropsDone?.();
         for (const r of reserves) r.reject(e);
-        this.#error(`pg: transaction failed: ${message(e)}`);
+        // a database away is logged once, when it goes (#away)
+        if (!away(e)) this.#error(`pg: transaction failed: ${message(e)}`);
         this.#serving.failed(order, served);
       },
     };
