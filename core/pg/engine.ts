@@ -129,7 +129,10 @@ export class PgEngine implements Engine {
     this.#ids = new IdBlocks(
       firstId,
       () => this.#sql.query(q.idBlock).then(([row]) => Number(row!.id)),
-      (e) => this.#error(`pg: could not take a block of job ids: ${message(e)}`),
+      (e) => {
+        // a database away is logged once, when it goes (#away)
+        if (!away(e)) this.#error(`pg: could not take a block of job ids: ${message(e)}`);
+      },
     );
     this.#target = opts.target ?? "the database";
     this.#waiting = {

@@ -225,4 +225,30 @@ describe("nodes over PostgreSQL when the database goes away", { skip: skipWithou
     );
     assert.ok(servedMs < 5000, `served again ${servedMs} ms after pg_ctl promote began`);
   });
+
+  it(
+    "a database that answers read-only (25006, as a standby does) is away: puts wait, then go on when it takes writes",
+    {
+      timeout: 60_000,
+    },
+    async () => {
+      const pg = await startControlledPostgres();
+      cleanups.push(() => pg.stop());
+      const flags = ["--pg", pg.url, "--pg-schema", uniqueSchema("ro"), "--pg-wait", "10", "--pg-lease", "1"];
+      const a = await node("deno", flags);
+      const p = await conn(a);
+      assert.match(await p.put("before"), /^INSERTED \d+\r\n$/);
+      pg.psql("alter system set default_transaction_read_only = on");
+      pg.psql("select pg_reload_conf()");
+      await sleep(200);
+      p.send("put 0 0 60 6\r\nduring\r\n");
+      const r = await eventually("/readyz 503", () => getText(`${a.http}/readyz`), (r) => r.status === 503, 5000);
+      assert.match(r.text, /read-only transaction/);
+      assert.ok(await p.silentFor(300), "the put waits");
+      pg.psql("alter system reset default_transaction_read_only");
+      pg.psql("select pg_reload_conf()");
+      assert.match(await p.reply(10_000), /^INSERTED \d+\r\n$/, "acknowledged once committed");
+      await eventually("/readyz 200", () => getText(`${a.http}/readyz`), (r) => r.status === 200, 5000);
+    },
+  );
 });
