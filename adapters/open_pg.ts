@@ -33,6 +33,7 @@ export async function openPgService(config: Config & { pg: PgConfig }, opts: Ope
       waitMs: config.pg.waitMs,
       target: pgTarget(config.pg.url || undefined),
       error,
+      log: opts.log ?? ((l: string) => console.log(l)),
     });
   } catch (e) {
     await sql.close().catch(() => {});

@@ -62,6 +62,8 @@ export interface PgEngineOptions {
   leaseMs?: number;
   /** Where failures of the database go (a command that hit one answers INTERNAL_ERROR). */
   error?: (line: string) => void;
+  /** Where news that is no failure goes (the database is back). */
+  log?: (line: string) => void;
   /** How long a command waits for a database that is away (--pg-wait), then answers INTERNAL_ERROR. */
   waitMs?: number;
   /** The database as logs name it ("host:port/db", no password). */
@@ -92,6 +94,7 @@ export class PgEngine implements Engine {
   readonly #q: Statements;
   readonly #runner: TurnRunner;
   readonly #error: (line: string) => void;
+  readonly #log: (line: string) => void;
   readonly #leaseMs: number;
   /** The tubes of this node's connections, and those it knows have jobs (node_tubes.ts). */
   readonly #tubes = new NodeTubes(() => this.#runner.kick());
@@ -102,8 +105,9 @@ export class PgEngine implements Engine {
   readonly #waiting: Waiting;
   readonly #target: string;
   readonly #database: DatabaseHealth = { available: true, reason: "" };
-  /** Since when the database is away (monotonic ms). */
-  #awaySince = 0;
+  /** When the database last went away, and last came back (monotonic ms). */
+  #awaySince = -Infinity;
+  #backAt = -Infinity;
   /** When a transaction last committed (monotonic ms). */
   #okAt = -Infinity;
 
@@ -125,6 +129,7 @@ export class PgEngine implements Engine {
     this.#sql = opts.sql;
     this.#q = q;
     this.#error = opts.error ?? ((l) => console.error(l));
+    this.#log = opts.log ?? ((l) => console.log(l));
     this.#leaseMs = leaseMs;
     this.#ids = new IdBlocks(
       firstId,
@@ -135,10 +140,24 @@ export class PgEngine implements Engine {
       },
     );
     this.#target = opts.target ?? "the database";
+    const database = this.#database;
+    const times = () => ({ away: this.#awaySince, back: this.#backAt });
     this.#waiting = {
       clock: this.clock,
       waitMs: opts.waitMs ?? DEFAULT_PG_WAIT_MS,
-      health: { away: (e, startedAt) => this.#away(e, startedAt), back: () => this.#back() },
+      health: {
+        get available() {
+          return database.available;
+        },
+        get wentAwayAt() {
+          return times().away;
+        },
+        get backAt() {
+          return times().back;
+        },
+        away: (e, startedAt) => this.#away(e, startedAt),
+        back: () => this.#back(),
+      },
     };
     this.#runner = new TurnRunner(opts.sql, opts.turns, (slot) => this.#plan(slot), SLOTS, this.#waiting);
     this.#serving = new Serving(this.clock, leaseMs, () => this.#runner.kick());
@@ -424,8 +443,9 @@ export class PgEngine implements Engine {
     if (this.#database.available) return;
     this.#database.available = true;
     this.#database.reason = "";
+    this.#backAt = this.#okAt;
     const s = ((this.clock.now() - this.#awaySince) / 1000).toFixed(1);
-    this.#error(`pg: database at ${this.#target} is back after ${s} s`);
+    this.#log(`pg: database at ${this.#target} is back after ${s} s`);
   }
 
   // ---- tubes ----------------------------------------------------------------------

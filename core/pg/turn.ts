@@ -57,6 +57,11 @@ const AWAY_PAUSE_MS = 100;
 
 /** Told when the database goes away (each failure) and when a transaction commits again. */
 export interface Health {
+  /** False from the first sign that the database is away until a transaction commits again. */
+  readonly available: boolean;
+  /** When it last went away, and last came back (monotonic ms; -Infinity: never). */
+  readonly wentAwayAt: number;
+  readonly backAt: number;
   /** An attempt begun at `startedAt` (monotonic ms) failed because the database is away. */
   away(e: unknown, startedAt: number): void;
   back(): void;
@@ -70,10 +75,35 @@ export interface Waiting {
   health: Health;
 }
 
-/** p, or a rejection once `ms` passed (p is then left to end on its own, observed). */
-function bounded<T>(clock: Clock, ms: number, p: Promise<T>, why: () => unknown): Promise<T> {
+/** How often an attempt under way looks whether to give up. */
+const RECHECK_MS = 100;
+/** A turn past its bound is given up even while the database seems there, this much later (ms). */
+const HANG_MS = 10_000;
+/**
+ * An attempt begun before the database went away and still under way this long after it
+ * came back is stuck on a connection that died under it: given up (ms).
+ */
+const STUCK_MS = 1000;
+
+/** Should an attempt begun at `started`, bounded at `due`, be given up `now`? */
+function stuck(w: Waiting, started: number, due: number, now: number, hangMs: number): boolean {
+  const h = w.health;
+  if (now >= due && (!h.available || now - due >= hangMs)) return true;
+  return h.available && h.wentAwayAt > started && now - h.backAt >= STUCK_MS;
+}
+
+/**
+ * p, or a rejection once `giveUp(now)` says so (asked every RECHECK_MS): a slow statement
+ * of a database that is there is not cut off. p is then left to end on its own, observed.
+ */
+function bounded<T>(clock: Clock, p: Promise<T>, giveUp: (now: number) => boolean, why: () => unknown): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const t = clock.setTimer(() => reject(why()), Math.max(0, ms));
+    let t: unknown;
+    const check = () => {
+      if (giveUp(clock.now())) reject(why());
+      else t = clock.setTimer(check, RECHECK_MS);
+    };
+    t = clock.setTimer(check, RECHECK_MS);
     p.then(
       (v) => {
         clock.clearTimer(t);
@@ -91,9 +121,10 @@ function pause(clock: Clock, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimer(resolve, ms));
 }
 
-function gaveUp(waitMs: number, last: unknown): DatabaseAway {
+/** `sent`: the attempt given up may have sent its COMMIT (so it is not run again). */
+function gaveUp(waitMs: number, last: unknown, sent = false): DatabaseAway {
   const why = last instanceof Error ? `: ${last.message}` : "";
-  return new DatabaseAway(`the database did not answer within --pg-wait (${waitMs} ms)${why}`);
+  return new DatabaseAway(`the database did not answer within --pg-wait (${waitMs} ms)${why}`, sent);
 }
 
 /**
@@ -106,7 +137,13 @@ export async function untilBack<T>(w: Waiting, run: () => Promise<T>, since = w.
   for (;;) {
     const started = w.clock.now();
     try {
-      const v = await bounded(w.clock, deadline - started, run(), () => gaveUp(w.waitMs, last));
+      // a read that takes long (stats counting a large table) is cut only while the database is away
+      const v = await bounded(
+        w.clock,
+        run(),
+        (now) => stuck(w, started, deadline, now, Infinity),
+        () => gaveUp(w.waitMs, last),
+      );
       w.health.back();
       return v;
     } catch (e) {
@@ -203,13 +240,21 @@ export class TurnRunner {
           return { thens, end: await plan.end(tx, turn) };
         }, stop.signal);
         // A transaction may hang (no host reachable, or only standbys while one is
-        // promoted): past the bound it is told to send nothing more, and answered.
+        // promoted), or be stuck on a connection that died under it: past the bound,
+        // once the database is known to be away (or long after, if nothing told), or
+        // once the database is back while it is not, it is told to send nothing more,
+        // and answered.
         const { thens, end } = w
-          ? await bounded(w.clock, deadline - w.clock.now(), tx, () => {
-            stop.abort();
-            tx.catch(() => {});
-            return gaveUp(w.waitMs, last);
-          })
+          ? await bounded(
+            w.clock,
+            tx,
+            (now) => stuck(w, started, deadline, now, HANG_MS),
+            () => {
+              stop.abort();
+              tx.catch(() => {});
+              return gaveUp(w.waitMs, last, true);
+            },
+          )
           : await tx;
         w?.health.back();
         // Committed: answer in the order the commands came, then the turn's own end.

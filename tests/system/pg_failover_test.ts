@@ -16,7 +16,7 @@ import {
 } from "../harness/postgres.ts";
 import { getText, HTTP_KINDS, type HttpRunning, startWithHttp } from "../harness/http.ts";
 import { dial, type Wire } from "../harness/wire.ts";
-import { eventually } from "./wire_suite.ts";
+import { eventually, timed } from "./wire_suite.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -71,18 +71,38 @@ function once(text: string, what: RegExp): number {
 }
 
 describe("nodes over PostgreSQL when the database goes away", { skip: skipWithoutPostgres }, () => {
-  const cleanups: (() => unknown)[] = [];
-  after(async () => {
-    for (const f of cleanups.reverse()) await f();
-  });
+  // What a test started, stopped at its end (nodes at once, then the clusters): an after
+  // hook doing it all would outlast the runners' hook timeout on a busy machine.
+  const wires: Wire[] = [];
+  const nodes: HttpRunning[] = [];
+  const clusters: { stop(): void }[] = [];
+  const cleanUp = async () => {
+    for (const w of wires.splice(0)) w.close();
+    await Promise.all(nodes.splice(0).map((n) => n.stop()));
+    for (const c of clusters.splice(0)) c.stop();
+  };
+  after(cleanUp);
+  /** A test given 60 s (a cluster or two, two nodes), cleaning up after itself. */
+  const test = (name: string, body: () => Promise<void>) =>
+    it(name, { timeout: 60_000 }, async () => {
+      try {
+        await body();
+      } finally {
+        await cleanUp();
+      }
+    });
+  const cluster = <T extends { stop(): void }>(c: T): T => {
+    clusters.push(c);
+    return c;
+  };
   const node = async (kind: "deno" | "bun", flags: string[]): Promise<HttpRunning> => {
     const n = await startWithHttp(HTTP_KINDS[kind], flags);
-    cleanups.push(() => n.stop());
+    nodes.push(n);
     return n;
   };
   const conn = async (n: HttpRunning): Promise<Wire> => {
     const w = await dial(n.addr);
-    cleanups.push(() => w.close());
+    wires.push(w);
     return w;
   };
   /** A Deno node and a Bun node on `url`, two producers on each. */
@@ -94,66 +114,58 @@ describe("nodes over PostgreSQL when the database goes away", { skip: skipWithou
     return { a, b, load };
   };
 
-  it(
-    "stopped longer than --pg-wait: INTERNAL_ERROR after the bound, /readyz 503, reservers keep waiting, then it all comes back",
-    { timeout: 60_000 },
-    async () => {
-      const pg = await startControlledPostgres();
-      cleanups.push(() => pg.stop());
-      const WAIT_S = 1.5;
-      const flags = [
-        "--pg",
-        pg.url,
-        "--pg-schema",
-        uniqueSchema("away"),
-        "--pg-wait",
-        String(WAIT_S),
-        "--pg-lease",
-        "1",
-      ];
-      const [a, b] = [await node("deno", flags), await node("bun", flags)];
-      const [p, w] = [await conn(a), await conn(b)];
-      assert.equal(await p.cmd("use away"), "USING away\r\n");
-      assert.equal(await w.cmd("watch away"), "WATCHING 2\r\n");
-      w.send("reserve\r\n");
-      assert.ok(await w.silentFor(100), "nothing to reserve: it waits");
+  test("stopped longer than --pg-wait: INTERNAL_ERROR after the bound, /readyz 503, reservers keep waiting, then it all comes back", async () => {
+    const pg = cluster(await startControlledPostgres());
+    const WAIT_S = 1.5;
+    const flags = [
+      "--pg",
+      pg.url,
+      "--pg-schema",
+      uniqueSchema("away"),
+      "--pg-wait",
+      String(WAIT_S),
+      "--pg-lease",
+      "1",
+    ];
+    const [a, b] = [await node("deno", flags), await node("bun", flags)];
+    const [p, w] = [await conn(a), await conn(b)];
+    assert.equal(await p.cmd("use away"), "USING away\r\n");
+    assert.equal(await w.cmd("watch away"), "WATCHING 2\r\n");
+    w.send("reserve\r\n");
+    assert.ok(await w.silentFor(100), "nothing to reserve: it waits");
 
-      pg.halt();
-      const t0 = performance.now();
-      assert.equal(await p.put("while away"), "INTERNAL_ERROR\r\n");
-      const waited = performance.now() - t0;
-      assert.ok(waited >= WAIT_S * 1000 * 0.9, `answered after ${waited} ms, before --pg-wait`);
-      assert.ok(waited < WAIT_S * 1000 + 3000, `answered after ${waited} ms, long after --pg-wait`);
-      for (const n of [a, b]) {
-        const r = await eventually("/readyz 503", () => getText(`${n.http}/readyz`), (r) => r.status === 503, 5000);
-        assert.match(r.text, /PostgreSQL at 127\.0\.0\.1:\d+\/postgres is unavailable: /);
-      }
-      assert.equal((await getText(`${a.http}/healthz`)).status, 200, "alive all the same");
-      await sleep(WAIT_S * 1000);
-      assert.equal(w.pending, "", "the waiting reserve is not ended by the outage");
+    pg.halt();
+    const t0 = performance.now();
+    assert.equal(await p.put("while away"), "INTERNAL_ERROR\r\n");
+    const waited = performance.now() - t0;
+    assert.ok(waited >= WAIT_S * 1000 * 0.9, `answered after ${waited} ms, before --pg-wait`);
+    assert.ok(waited < WAIT_S * 1000 + 3000, `answered after ${waited} ms, long after --pg-wait`);
+    for (const n of [a, b]) {
+      const r = await eventually("/readyz 503", () => getText(`${n.http}/readyz`), (r) => r.status === 503, 5000);
+      assert.match(r.text, /PostgreSQL at 127\.0\.0\.1:\d+\/postgres is unavailable: /);
+    }
+    assert.equal((await getText(`${a.http}/healthz`)).status, 200, "alive all the same");
+    await sleep(WAIT_S * 1000);
+    assert.equal(w.pending, "", "the waiting reserve is not ended by the outage");
 
-      pg.resume();
-      for (const n of [a, b]) {
-        await eventually("/readyz 200", () => getText(`${n.http}/readyz`), (r) => r.status === 200, 10_000);
-      }
-      const put = await p.put("after");
-      const id = Number(/^INSERTED (\d+)\r\n$/.exec(put)?.[1]);
-      assert.ok(id > 0, put);
-      assert.equal(await w.reply(10_000), `RESERVED ${id} 5\r\nafter\r\n`, "woken through NOTIFY after LISTEN again");
-      assert.equal(await w.cmd(`delete ${id}`), "DELETED\r\n");
-      for (const n of [a, b]) {
-        const out = n.output();
-        assert.equal(once(out, /database at 127\.0\.0\.1:\d+\/postgres went away/), 1, out);
-        assert.equal(once(out, /database at 127\.0\.0\.1:\d+\/postgres is back after \d+\.\d s/), 1, out);
-      }
-    },
-  );
+    pg.resume();
+    for (const n of [a, b]) {
+      await eventually("/readyz 200", () => getText(`${n.http}/readyz`), (r) => r.status === 200, 10_000);
+    }
+    const put = await p.put("after");
+    const id = Number(/^INSERTED (\d+)\r\n$/.exec(put)?.[1]);
+    assert.ok(id > 0, put);
+    assert.equal(await w.reply(10_000), `RESERVED ${id} 5\r\nafter\r\n`, "woken through NOTIFY after LISTEN again");
+    assert.equal(await w.cmd(`delete ${id}`), "DELETED\r\n");
+    for (const n of [a, b]) {
+      const out = n.output();
+      assert.equal(once(out, /database at 127\.0\.0\.1:\d+\/postgres went away/), 1, out);
+      assert.equal(once(out, /database at 127\.0\.0\.1:\d+\/postgres is back after \d+\.\d s/), 1, out);
+    }
+  });
 
-  it("restarted under load (pg_ctl restart -m fast): no acknowledged job lost, puts resume by themselves", {
-    timeout: 60_000,
-  }, async () => {
-    const pg = await startControlledPostgres();
-    cleanups.push(() => pg.stop());
+  test("restarted under load (pg_ctl restart -m fast): no acknowledged job lost, puts resume by themselves", async () => {
+    const pg = cluster(await startControlledPostgres());
     const schema = uniqueSchema("restart");
     const { a, b, load } = await underLoad(pg.url, schema, 5, 1);
     pg.restart();
@@ -173,12 +185,9 @@ describe("nodes over PostgreSQL when the database goes away", { skip: skipWithou
     console.log(`restart under load: ${load.acked.length} puts acknowledged, ${load.failed.length} INTERNAL_ERROR`);
   });
 
-  it("failover: kill -9 the primary, promote the synchronous standby: nodes find it, every acknowledged job is there", {
-    timeout: 60_000,
-  }, async () => {
-    const pair = await startReplicatedPostgres();
+  test("failover: kill -9 the primary, promote the synchronous standby: nodes find it, every acknowledged job is there", async () => {
+    const pair = cluster(await startReplicatedPostgres());
     const { primary, standby } = pair;
-    cleanups.push(() => pair.stop());
     const schema = uniqueSchema("failover");
     const { a, b, load } = await underLoad(pair.url, schema, 10, 3);
     const killed = performance.now();
@@ -226,29 +235,28 @@ describe("nodes over PostgreSQL when the database goes away", { skip: skipWithou
     assert.ok(servedMs < 5000, `served again ${servedMs} ms after pg_ctl promote began`);
   });
 
-  it(
-    "a database that answers read-only (25006, as a standby does) is away: puts wait, then go on when it takes writes",
-    {
-      timeout: 60_000,
-    },
-    async () => {
-      const pg = await startControlledPostgres();
-      cleanups.push(() => pg.stop());
-      const flags = ["--pg", pg.url, "--pg-schema", uniqueSchema("ro"), "--pg-wait", "10", "--pg-lease", "1"];
-      const a = await node("deno", flags);
-      const p = await conn(a);
-      assert.match(await p.put("before"), /^INSERTED \d+\r\n$/);
-      pg.psql("alter system set default_transaction_read_only = on");
-      pg.psql("select pg_reload_conf()");
-      await sleep(200);
-      p.send("put 0 0 60 6\r\nduring\r\n");
-      const r = await eventually("/readyz 503", () => getText(`${a.http}/readyz`), (r) => r.status === 503, 5000);
-      assert.match(r.text, /read-only transaction/);
-      assert.ok(await p.silentFor(300), "the put waits");
-      pg.psql("alter system reset default_transaction_read_only");
-      pg.psql("select pg_reload_conf()");
-      assert.match(await p.reply(10_000), /^INSERTED \d+\r\n$/, "acknowledged once committed");
-      await eventually("/readyz 200", () => getText(`${a.http}/readyz`), (r) => r.status === 200, 5000);
-    },
-  );
+  test("a database that answers read-only (25006, as a standby does) is away: puts wait, then go on when it takes writes", async () => {
+    const pg = cluster(await startControlledPostgres());
+    const flags = ["--pg", pg.url, "--pg-schema", uniqueSchema("ro"), "--pg-wait", "10", "--pg-lease", "1"];
+    const a = await node("deno", flags);
+    // --pg-wait 0: no waiting for a database away, and none cut short while it is there
+    const b = await node("bun", flags.map((f) => (f === "10" ? "0" : f)));
+    const [p, q] = [await conn(a), await conn(b)];
+    assert.match(await p.put("before"), /^INSERTED \d+\r\n$/);
+    for (let i = 0; i < 20; i++) assert.match(await q.put(`at once ${i}`), /^INSERTED \d+\r\n$/);
+    pg.psql("alter system set default_transaction_read_only = on");
+    pg.psql("select pg_reload_conf()");
+    await sleep(200);
+    const [answer, ms] = await timed(q.put("refused"));
+    assert.equal(answer, "INTERNAL_ERROR\r\n");
+    assert.ok(ms < 1000, `--pg-wait 0 answered after ${ms} ms`);
+    p.send("put 0 0 60 6\r\nduring\r\n");
+    const r = await eventually("/readyz 503", () => getText(`${a.http}/readyz`), (r) => r.status === 503, 5000);
+    assert.match(r.text, /read-only transaction/);
+    assert.ok(await p.silentFor(300), "the put waits");
+    pg.psql("alter system reset default_transaction_read_only");
+    pg.psql("select pg_reload_conf()");
+    assert.match(await p.reply(10_000), /^INSERTED \d+\r\n$/, "acknowledged once committed");
+    await eventually("/readyz 200", () => getText(`${a.http}/readyz`), (r) => r.status === 200, 5000);
+  });
 });
