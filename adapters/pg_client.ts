@@ -73,32 +73,39 @@ export function pgClient(url: string | undefined): SqlClient {
   };
   let sql: Driver = open();
   let resetAt = -Infinity;
-  /** A read-only standby answered: new connections, which find the primary when the URL names it. */
+  const retiring = new Set<Promise<void>>();
+  /**
+   * A fresh pool, the old one ended once what runs on it is done: after a read-only
+   * answer, so that new connections look for the primary; after a lost connection,
+   * because postgres.js 3.4.9 keeps a write that was pending when a connection closed
+   * (its timer is cleared, not reset) and that connection then never sends its next
+   * startup message: it stays unusable until its connect_timeout, again and again.
+   */
   const reset = () => {
     if (performance.now() - resetAt < RESET_MS) return;
     resetAt = performance.now();
     const old = sql;
     sql = open();
-    old.end({ timeout: 5 }).catch(() => {});
+    const ending: Promise<void> = old.end({ timeout: 5 }).catch(() => {}).then(() => {
+      retiring.delete(ending);
+    });
+    retiring.add(ending);
+  };
+  const failed = (e: unknown) => {
+    if (readOnly(e) || e instanceof DatabaseAway) reset();
+    throw e;
   };
   const listener = new Listener(open);
   let ended = false;
   return {
-    query: (text, params) =>
-      runner(sql).query(text, params).catch((e) => {
-        if (readOnly(e)) reset();
-        throw e;
-      }),
+    query: (text, params) => runner(sql).query(text, params).catch(failed),
     transaction: <T>(body: (tx: Sql) => Promise<T>, signal?: AbortSignal) =>
-      transaction(sql, body, signal).catch((e) => {
-        if (readOnly(e)) reset();
-        throw e;
-      }),
+      transaction(sql, body, signal).catch(failed),
     listen: (channel, onNotify, events) => listener.listen(channel, onNotify, events),
     close: async () => {
       if (ended) return;
       ended = true;
-      await Promise.all([sql.end({ timeout: 5 }), listener.close()]);
+      await Promise.all([sql.end({ timeout: 5 }), listener.close(), ...retiring]);
     },
   };
 }
