@@ -17,6 +17,7 @@ import {
 import { getText, HTTP_KINDS, type HttpRunning, startWithHttp } from "../harness/http.ts";
 import { dial, type Wire } from "../harness/wire.ts";
 import { eventually, timed } from "./wire_suite.ts";
+import { pgTarget } from "../../adapters/pg_client.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -267,5 +268,19 @@ describe("nodes over PostgreSQL when the database goes away", { skip: skipWithou
     pg.psql("select pg_reload_conf()");
     assert.match(await p.reply(10_000), /^INSERTED \d+\r\n$/, "acknowledged once committed");
     await eventually("/readyz 200", () => getText(`${a.http}/readyz`), (r) => r.status === 200, 5000);
+  });
+});
+
+describe("pgTarget: where a --pg URL points, for the exit-69 message and the logs", () => {
+  it("names every host of a multi-host URL, never the password", () => {
+    assert.equal(
+      pgTarget("postgres://u:secret@db1:5433,db2/jobs?target_session_attrs=read-write"),
+      "db1:5433,db2:5432/jobs",
+    );
+    assert.equal(pgTarget("postgresql://u:secret@[::1]:6000,10.0.0.2:5432/q"), "[::1]:6000,10.0.0.2:5432/q");
+    assert.equal(pgTarget("postgres://u:pw@db.example/jobs"), "db.example:5432/jobs");
+    assert.equal(pgTarget("postgres:///jobs"), "localhost:5432/jobs");
+    assert.equal(pgTarget(undefined), "the PG* environment variables");
+    assert.equal(pgTarget("mysql://x"), "an unreadable URL");
   });
 });
