@@ -197,7 +197,8 @@ async function transaction<T>(sql: Driver, body: (tx: Sql) => Promise<T>, signal
   // Once its connection is lost, nothing more goes to the reserved connection, and it is
   // not released: postgres.js would write on its closed socket (release() puts a closed
   // connection back among the open ones), and that write either throws outside any
-  // promise (a TypeError that ends the process) or is never sent (the statement hangs).
+  // promise (a TypeError that ends the process) or is never sent (the statement hangs):
+  // porsager/postgres issues 1199 and 1208, open for 3.4.9.
   // A connection that closes while no statement of ours is on it reports no error: its
   // close is heard through the connection object's onclose, which postgres.js's own
   // begin() uses too (the connection comes to a statement's onexecute). The pool connects
