@@ -14,6 +14,13 @@ import type { Opened, OpenOptions } from "./open.ts";
 export class PgOpenError extends Error {}
 
 /**
+ * At start, how long to wait for a database to use (ms): with several hosts in the URL the
+ * driver tries them in turn for as long as none takes writes, where one host refused is
+ * an error at once.
+ */
+const START_MS = 30_000;
+
+/**
  * Build the Service for a config with `pg` set. Rejects with {@linkcode PgOpenError}
  * when the database cannot be reached or its schema cannot be used.
  */
@@ -30,16 +37,25 @@ export async function openPgService(config: Config & { pg: PgConfig }, opts: Ope
   }
   let engine;
   try {
-    engine = await openPgEngine({
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no host took writes within ${START_MS / 1000} s`)), START_MS);
+    });
+    const opening = openPgEngine({
       sql,
       schema: config.pg.schema,
       clock: opts.clock ?? systemClock,
       turns,
       maxJobSize: config.maxJobSize,
       leaseMs: config.pg.leaseMs,
+      waitMs: config.pg.waitMs,
+      target: pgTarget(config.pg.url || undefined),
       error,
       host: { hostname: host.hostname, pid: host.pid },
+      log: opts.log ?? ((l: string) => console.log(l)),
     });
+    opening.catch(() => {}); // given up on: closing the pool ends it
+    engine = await Promise.race([opening, late]).finally(() => clearTimeout(timer));
   } catch (e) {
     await sql.close().catch(() => {});
     const why = e instanceof Error ? e.message : String(e);

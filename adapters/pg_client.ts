@@ -3,28 +3,63 @@
 // variables (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE) give; TLS as the URL's
 // sslmode asks.
 import postgres from "postgres";
-import type { Row, Sql, SqlClient } from "../core/pg/sql.ts";
+import { DatabaseAway, type ListenEvents, readOnly, type Row, type Sql, type SqlClient } from "../core/pg/sql.ts";
 import { driverOptions, passwordFromFile, urlHasPassword } from "./pg_options.ts";
 
 /** Connections per node: two for its turns in flight, one for reads and id blocks, one spare. (LISTEN has its own.) */
 const POOL = 4;
+/** A lost connection is tried again after at most this long (s): postgres.js's default grows to 20 s. */
+const MAX_BACKOFF_S = 0.5;
+/** LISTEN lost: tried again this often (ms) until it holds. */
+const RELISTEN_MS = 250;
+/** A pool is dropped for a read-only standby's answer at most this often (ms). */
+const RESET_MS = 1000;
 
 type Driver = postgres.Sql<Record<string, never>>;
 type Params = postgres.ParameterOrJSON<never>[];
+
+/**
+ * postgres.js's errors of a connection (not of a statement): Node's socket errors
+ * (ECONNREFUSED, ECONNRESET, ...) and its own (CONNECTION_CLOSED, CONNECT_TIMEOUT, ...).
+ */
+function lostConnection(e: unknown): boolean {
+  if (e instanceof postgres.PostgresError) return false;
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^(E[A-Z]+|CONNECT(ION)?_[A-Z_]+)$/.test(code);
+}
+
+/**
+ * A driver error as the engine reads it: a lost connection is DatabaseAway; after COMMIT
+ * was sent, so is any failure other than the server's ERROR answer (the transaction
+ * then certainly rolled back): whether it committed is unknown.
+ */
+function translate(e: unknown, commitSent: boolean): unknown {
+  const msg = e instanceof Error ? e.message : String(e);
+  if (lostConnection(e)) return new DatabaseAway(msg, commitSent, e);
+  if (commitSent && !(e instanceof postgres.PostgresError && e.severity === "ERROR")) {
+    return new DatabaseAway(msg, true, e);
+  }
+  return e;
+}
 
 function runner(sql: Driver | postgres.ReservedSql<Record<string, never>>): Sql {
   return {
     // then() sends the statement now: statements issued one after another without
     // awaiting are pipelined on the connection, in the order issued.
     query: (text, params = []) =>
-      sql.unsafe(text, params as Params, { prepare: true }).then((rows) => rows as unknown as Row[]),
+      sql.unsafe(text, params as Params, { prepare: true }).then(
+        (rows) => rows as unknown as Row[],
+        (e) => Promise.reject(translate(e, false)),
+      ),
   };
 }
 
 /**
  * A pool on `url` (undefined: from the PG* variables alone). Connects at the first
- * statement. Throws on an sslmode or certificate file that cannot be used
- * (adapters/pg_options.ts); `warn` hears of a password file it ignores.
+ * statement, and again by itself after a connection is lost (to whichever host of a
+ * multi-host URL answers, as target_session_attrs asks). Throws on an sslmode or
+ * certificate file that cannot be used (adapters/pg_options.ts); `warn` hears of a
+ * password file it ignores.
  */
 export function pgClient(url: string | undefined, warn: (line: string) => void = console.error): SqlClient {
   const d = driverOptions(url);
@@ -38,66 +73,230 @@ export function pgClient(url: string | undefined, warn: (line: string) => void =
     max: POOL,
     onnotice: () => {},
     connect_timeout: 10,
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, MAX_BACKOFF_S),
     // int8 as strings (the default): the engine casts what it reads to float8 or Number().
     ...(d.ssl === undefined ? {} : { ssl: d.ssl as boolean | object }),
     ...((d.url && urlHasPassword(d.url)) || process.env.PGPASSWORD ? {} : { pass: fromFile }),
   };
-  const sql: Driver = d.url ? postgres(d.url, options) : postgres(options);
+  const open = (more: Record<string, unknown> = {}): Driver => {
+    // idle_timeout: null and onnotify are postgres.js's options its types leave out
+    const o = { ...options, ...more } as postgres.Options<Record<string, never>>;
+    return (d.url ? postgres(d.url, o) : postgres(o)) as unknown as Driver;
+  };
+  let sql: Driver = open();
+  let resetAt = -Infinity;
+  const retiring = new Set<Promise<void>>();
+  /**
+   * A fresh pool, the old one ended once what runs on it is done: after a read-only
+   * answer, so that new connections look for the primary; after a lost connection,
+   * because postgres.js 3.4.9 keeps a write that was pending when a connection closed
+   * (its timer is cleared, not reset) and that connection then never sends its next
+   * startup message: it stays unusable until its connect_timeout, again and again.
+   */
+  const reset = () => {
+    if (performance.now() - resetAt < RESET_MS) return;
+    resetAt = performance.now();
+    const old = sql;
+    sql = open();
+    const ending: Promise<void> = old.end({ timeout: 5 }).catch(() => {}).then(() => {
+      retiring.delete(ending);
+    });
+    retiring.add(ending);
+  };
+  const failed = (e: unknown) => {
+    if (readOnly(e) || e instanceof DatabaseAway) reset();
+    throw e;
+  };
+  const listener = new Listener(open);
+  let ended = false;
   // For the metrics: connections reserved by transactions, statements in flight on the
   // rest of the pool (the driver spreads them over its free connections).
   const busy = { reserved: 0, statements: 0 };
-  const pool = runner(sql);
   return {
     query: (text, params) => {
       busy.statements++;
-      return pool.query(text, params).finally(() => busy.statements--);
+      return runner(sql).query(text, params).catch(failed).finally(() => busy.statements--);
     },
-    transaction: <T>(body: (tx: Sql) => Promise<T>) => transaction(sql, body, busy),
+    transaction: <T>(body: (tx: Sql) => Promise<T>, signal?: AbortSignal) =>
+      transaction(sql, body, busy, signal).catch(failed),
     pool: () => ({ inUse: busy.reserved + Math.min(busy.statements, POOL - busy.reserved), size: POOL }),
-    listen: async (channel, onNotify) => {
-      await sql.listen(channel, onNotify);
+    listen: (channel, onNotify, events) => listener.listen(channel, onNotify, events),
+    close: async () => {
+      if (ended) return;
+      ended = true;
+      await Promise.all([sql.end({ timeout: 5 }), listener.close(), ...retiring]);
     },
-    close: () => sql.end({ timeout: 5 }),
   };
+}
+
+/**
+ * LISTEN on a connection of its own, established again whenever that connection is lost
+ * (postgres.js's own listen() tries again once and, if the database is still away, gives
+ * up silently).
+ */
+class Listener {
+  readonly #open: (more: Record<string, unknown>) => Driver;
+  #sql: Driver | undefined;
+  #channel = "";
+  #onNotify: (payload: string) => void = () => {};
+  #events: ListenEvents = {};
+  #closed = false;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(open: (more: Record<string, unknown>) => Driver) {
+    this.#open = open;
+  }
+
+  async listen(channel: string, onNotify: (payload: string) => void, events: ListenEvents = {}): Promise<void> {
+    this.#channel = channel;
+    this.#onNotify = onNotify;
+    this.#events = events;
+    await this.#establish();
+  }
+
+  async #establish(): Promise<void> {
+    const sql = this.#open({
+      max: 1,
+      idle_timeout: null,
+      max_lifetime: null,
+      fetch_types: false,
+      onnotify: (c: string, payload: string) => {
+        if (c === this.#channel) this.#onNotify(payload);
+      },
+      onclose: () => {
+        if (this.#sql !== sql || this.#closed) return;
+        this.#sql = undefined;
+        sql.end({ timeout: 0 }).catch(() => {});
+        this.#events.lost?.(new DatabaseAway("the LISTEN connection was closed"));
+        this.#again();
+      },
+    });
+    this.#sql = sql;
+    try {
+      await sql.unsafe(`listen "${this.#channel.replace(/"/g, '""')}"`);
+    } catch (e) {
+      if (this.#sql === sql) this.#sql = undefined;
+      sql.end({ timeout: 0 }).catch(() => {});
+      throw e;
+    }
+  }
+
+  #again(): void {
+    if (this.#closed || this.#timer !== undefined) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (this.#closed) return;
+      this.#establish().then(() => this.#events.again?.(), () => this.#again());
+    }, RELISTEN_MS);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    const sql = this.#sql;
+    this.#sql = undefined;
+    await sql?.end({ timeout: 5 });
+  }
 }
 
 /**
  * BEGIN, the body's statements and COMMIT on one reserved connection, BEGIN pipelined
  * with the first statements: sql.begin() waits for BEGIN's answer first, a round trip
  * of four in a turn (BEGIN, the commands, the turn's end, COMMIT) that buys nothing.
- * A failed statement aborts the transaction: ROLLBACK, and the error goes up.
+ * A failed statement aborts the transaction: ROLLBACK, and the error goes up. Once
+ * `signal` is aborted (the engine stopped waiting), COMMIT is not sent: ROLLBACK.
  */
-async function transaction<T>(sql: Driver, body: (tx: Sql) => Promise<T>, busy: { reserved: number }): Promise<T> {
-  const tx = await sql.reserve();
-  busy.reserved++;
+async function transaction<T>(
+  sql: Driver,
+  body: (tx: Sql) => Promise<T>,
+  busy: { reserved: number },
+  signal?: AbortSignal,
+): Promise<T> {
+  let tx: postgres.ReservedSql<Record<string, never>>;
   try {
-    const begin = tx.unsafe("begin").execute();
+    tx = await sql.reserve();
+  } catch (e) {
+    throw translate(e, false);
+  }
+  busy.reserved++;
+  // Once its connection is lost, nothing more goes to the reserved connection, and it is
+  // not released: postgres.js would write on its closed socket (release() puts a closed
+  // connection back among the open ones), and that write either throws outside any
+  // promise (a TypeError that ends the process) or is never sent (the statement hangs):
+  // porsager/postgres issues 1199 and 1208, open for 3.4.9.
+  // A connection that closes while no statement of ours is on it reports no error: its
+  // close is heard through the connection object's onclose, which postgres.js's own
+  // begin() uses too (the connection comes to a statement's onexecute). The pool connects
+  // it again.
+  let lost: unknown;
+  const failed = (e: unknown, commitSent: boolean): unknown => {
+    const t = translate(e, commitSent);
+    const fatal = e instanceof postgres.PostgresError && (e.severity === "FATAL" || e.severity === "PANIC");
+    if (t instanceof DatabaseAway || fatal) lost ??= t;
+    return t;
+  };
+  let conn: { onclose?: ((e: unknown) => void) | null } | undefined;
+  const onexecute = (c: { onclose?: ((e: unknown) => void) | null }) => {
+    conn = c;
+    c.onclose = (e) => {
+      lost ??= new DatabaseAway(e instanceof Error ? e.message : "the connection was closed", false, e);
+    };
+    return true; // the statement was sent
+  };
+  const send = (text: string, params?: readonly unknown[]): Promise<Row[]> => {
+    if (lost !== undefined) return Promise.reject(lost);
+    const q = params ? tx.unsafe(text, params as Params, { prepare: true }) : tx.unsafe(text);
+    return q.then(
+      (rows) => rows as unknown as Row[],
+      (e) => {
+        throw failed(e, false);
+      },
+    );
+  };
+  try {
+    if (signal?.aborted) throw new DatabaseAway("gave up waiting for a connection");
+    const begin = tx.unsafe("begin", [], { onexecute } as postgres.UnsafeQueryOptions).then(
+      () => [],
+      (e) => Promise.reject(failed(e, false)),
+    );
     let result: T;
     try {
-      result = await body(runner(tx));
+      result = await body({ query: (text, params = []) => send(text, params) });
       await begin;
+      if (signal?.aborted) throw new DatabaseAway("gave up waiting for the transaction");
     } catch (e) {
       await begin.catch(() => {});
-      await tx.unsafe("rollback").catch(() => {});
+      await send("rollback").catch(() => {});
       throw e;
     }
-    const done = await tx.unsafe("commit");
+    if (lost !== undefined) throw lost;
+    let done;
+    try {
+      done = await tx.unsafe("commit");
+    } catch (e) {
+      throw failed(e, true);
+    }
     // COMMIT of a transaction that failed answers ROLLBACK
     if (done.command !== "COMMIT") throw new Error(`COMMIT answered ${done.command}`);
     return result;
   } finally {
     busy.reserved--;
-    tx.release();
+    if (conn) conn.onclose = null;
+    if (lost === undefined) tx.release();
   }
 }
 
-/** Where a URL points, without its password, for messages: "host:port/db". */
+/** Where a URL points, without its password, for messages: "host:port/db", "h1:p1,h2:p2/db". */
 export function pgTarget(url: string | undefined): string {
   if (!url) return "the PG* environment variables";
-  try {
-    const u = new URL(url);
-    return `${u.hostname || "localhost"}:${u.port || "5432"}${u.pathname || ""}`;
-  } catch {
-    return "an unreadable URL";
-  }
+  // new URL() refuses several hosts ("h1:5432,h2:5432"): take the authority apart by hand.
+  const m = /^postgres(?:ql)?:\/\/(?:[^@/?#]*@)?([^/?#]*)(\/[^?#]*)?/i.exec(url);
+  if (!m) return "an unreadable URL";
+  const hosts = (m[1] || "localhost").split(",").map((h) => {
+    const v6 = /^\[[^\]]*\]/.exec(h);
+    const host = v6 ? v6[0] : h.split(":")[0] || "localhost";
+    const port = v6 ? h.slice(v6[0].length).replace(/^:/, "") : h.split(":")[1];
+    return `${host}:${port || "5432"}`;
+  });
+  return `${hosts.join(",")}${m[2] ?? ""}`;
 }

@@ -44,6 +44,8 @@ export interface PgConfig {
   schema: string;
   /** --pg-lease: ms a node's lease lasts unrenewed; then any node releases its reservations. */
   leaseMs: number;
+  /** --pg-wait: ms a command waits for a database that is away, then answers INTERNAL_ERROR. */
+  waitMs: number;
 }
 
 /** --log-format: how server.ts writes log lines (see core/log.ts). */
@@ -115,6 +117,8 @@ Long options (tubeway's own):
  --pg-schema S    the schema of tubeway's tables (default: tubeway)
  --pg-lease SEC   a node that stops renewing its lease for SEC seconds (default 5)
                   loses its reservations to the other nodes
+ --pg-wait SEC    while the database is away (restart, failover), commands wait up
+                  to SEC seconds for it, then answer INTERNAL_ERROR (default 5)
 `;
 
 /** The environment variable that supplies --http-token (for systemd units: keeps it out of ps). */
@@ -128,6 +132,9 @@ export const DEFAULT_PG_SCHEMA = "tubeway";
 
 /** --pg-lease when not given, ms. */
 export const DEFAULT_PG_LEASE_MS = 5000;
+
+/** --pg-wait when not given, ms. */
+export const DEFAULT_PG_WAIT_MS = 5000;
 
 const OPTIONS = {
   b: { type: "string", short: "b" },
@@ -153,6 +160,7 @@ const OPTIONS = {
   pg: { type: "string" },
   "pg-schema": { type: "string" },
   "pg-lease": { type: "string" },
+  "pg-wait": { type: "string" },
 } as const;
 
 function usageError(message: string): ParsedArgs {
@@ -288,6 +296,7 @@ export function parseConfig(
   let pgUrl = env[PG_URL_ENV] || undefined;
   let pgSchema: string | undefined;
   let pgLeaseMs: number | undefined;
+  let pgWaitMs: number | undefined;
   const tls: Partial<Record<"tls-cert" | "tls-key" | "tls-ca" | "tls", string>> = {};
   const fd = inheritedFd(env, pid, config.warnings);
   for (const t of tokens) {
@@ -373,6 +382,12 @@ export function parseConfig(
         pgLeaseMs = Math.round(n * 1000);
         break;
       }
+      case "pg-wait": {
+        const n = /^[0-9]+(\.[0-9]+)?$/.test(v) ? Number(v) : NaN;
+        if (!(n >= 0 && n <= 3600)) return flagError(`--pg-wait wants seconds from 0 to 3600, not ${v}`);
+        pgWaitMs = Math.round(n * 1000);
+        break;
+      }
       case "log-format":
         if (v !== "text" && v !== "json") return flagError(`--log-format must be text or json, not ${v}`);
         config.logFormat = v;
@@ -384,9 +399,15 @@ export function parseConfig(
     if (config.binlogDir !== undefined) {
       return usageError("-b and --pg cannot be used together: the jobs live in one place");
     }
-    config.pg = { url: pgUrl, schema: pgSchema ?? DEFAULT_PG_SCHEMA, leaseMs: pgLeaseMs ?? DEFAULT_PG_LEASE_MS };
-  } else if (pgSchema !== undefined || pgLeaseMs !== undefined) {
-    return usageError(`${pgSchema !== undefined ? "--pg-schema" : "--pg-lease"} needs --pg URL`);
+    config.pg = {
+      url: pgUrl,
+      schema: pgSchema ?? DEFAULT_PG_SCHEMA,
+      leaseMs: pgLeaseMs ?? DEFAULT_PG_LEASE_MS,
+      waitMs: pgWaitMs ?? DEFAULT_PG_WAIT_MS,
+    };
+  } else if (pgSchema !== undefined || pgLeaseMs !== undefined || pgWaitMs !== undefined) {
+    const flag = pgSchema !== undefined ? "--pg-schema" : pgLeaseMs !== undefined ? "--pg-lease" : "--pg-wait";
+    return usageError(`${flag} needs --pg URL`);
   }
   config.listen = fd !== undefined ? { fd } : path !== undefined ? { path } : { host, port };
   const t = tlsConfig(tls, "path" in config.listen);

@@ -6,7 +6,7 @@
 import type { Client } from "../model.ts";
 import type { Clock, Turns } from "../clock.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "../histogram.ts";
-import { DEFAULT_BINLOG_SIZE } from "../config.ts";
+import { DEFAULT_BINLOG_SIZE, DEFAULT_PG_WAIT_MS } from "../config.ts";
 import type {
   ClusterNode,
   Engine,
@@ -26,11 +26,11 @@ import type {
   WaitEnd,
   Wake,
 } from "../engine.ts";
-import type { Row, Sql, SqlClient } from "./sql.ts";
+import { away, type ListenEvents, type Row, type Sql, type SqlClient } from "./sql.ts";
 import { migrate, SLOTS } from "./schema.ts";
 import { IdBlocks } from "./ids.ts";
 import { type Statements, statements } from "./statements.ts";
-import { all, type Op, type Plan, TurnRunner, type TurnState } from "./turn.ts";
+import { all, type Op, type Plan, TurnRunner, type TurnState, untilBack, type Waiting } from "./turn.ts";
 import { TurnMetrics } from "./metrics.ts";
 import { DEADLINE_SOON_MS, PgClient } from "./client.ts";
 import { type ServeOrder, Serving } from "./serving.ts";
@@ -69,6 +69,12 @@ export interface PgEngineOptions {
   error?: (line: string) => void;
   /** Where this node runs, recorded in its row of the nodes table (the dashboard's cluster view). */
   host?: { hostname: string; pid: number };
+  /** Where news that is no failure goes (the database is back). */
+  log?: (line: string) => void;
+  /** How long a command waits for a database that is away (--pg-wait), then answers INTERNAL_ERROR. */
+  waitMs?: number;
+  /** The database as logs name it ("host:port/db", no password). */
+  target?: string;
 }
 
 /** Migrate the schema, register this node, take its first ids, listen: then serve. */
@@ -79,7 +85,7 @@ export async function openPgEngine(opts: PgEngineOptions): Promise<PgEngine> {
   const [reg] = await opts.sql.query(q.register, [leaseMs, opts.host?.hostname ?? null, opts.host?.pid ?? null]);
   const [block] = await opts.sql.query(q.idBlock);
   const engine = new PgEngine(opts, q, Number(reg!.id), Number(block!.id), leaseMs);
-  await opts.sql.listen(engine.channel, (p) => engine.heard(p));
+  await opts.sql.listen(engine.channel, (p) => engine.heard(p), engine.listenEvents);
   return engine;
 }
 
@@ -95,6 +101,7 @@ export class PgEngine implements Engine {
   readonly #q: Statements;
   readonly #runner: TurnRunner;
   readonly #error: (line: string) => void;
+  readonly #log: (line: string) => void;
   readonly #leaseMs: number;
   /** The tubes of this node's connections, and those it knows have jobs (node_tubes.ts). */
   readonly #tubes = new NodeTubes(() => this.#runner.kick());
@@ -104,6 +111,15 @@ export class PgEngine implements Engine {
   readonly #reserveToDelete = new Histogram(QUEUE_BOUNDS_MS);
   /** The turns' latencies, sizes, retries and errors, and the lease as last renewed. */
   readonly #turnMetrics: TurnMetrics;
+  readonly #waiting: Waiting;
+  readonly #target: string;
+  /** Whether the database takes this node's transactions, and why not (DatabaseHealth). */
+  readonly #database = { available: true, reason: "" };
+  /** When the database last went away, and last came back (monotonic ms). */
+  #awaySince = -Infinity;
+  #backAt = -Infinity;
+  /** When a transaction last committed (monotonic ms). */
+  #okAt = -Infinity;
 
   #puts: PutReq[] = [];
   #reserves: ReserveReq[] = [];
@@ -125,16 +141,47 @@ export class PgEngine implements Engine {
     this.#sql = opts.sql;
     this.#q = q;
     this.#error = opts.error ?? ((l) => console.error(l));
+    this.#log = opts.log ?? ((l) => console.log(l));
     this.#leaseMs = leaseMs;
     this.#ids = new IdBlocks(
       firstId,
       () => this.#sql.query(q.idBlock).then(([row]) => Number(row!.id)),
-      (e) => this.#error(`pg: could not take a block of job ids: ${message(e)}`),
+      (e) => {
+        // a database away is logged once, when it goes (#away)
+        if (!away(e)) this.#error(`pg: could not take a block of job ids: ${message(e)}`);
+      },
     );
     this.#turnMetrics = new TurnMetrics(() => this.clock.now());
     // registered a moment ago (the id block's round trip): close enough for a lease of seconds
     this.#turnMetrics.leaseRenewed(this.clock.now(), leaseMs);
-    this.#runner = new TurnRunner(opts.sql, opts.turns, (slot) => this.#plan(slot), SLOTS, this.#turnMetrics);
+    this.#target = opts.target ?? "the database";
+    const database = this.#database;
+    const times = () => ({ away: this.#awaySince, back: this.#backAt });
+    this.#waiting = {
+      clock: this.clock,
+      waitMs: opts.waitMs ?? DEFAULT_PG_WAIT_MS,
+      health: {
+        get available() {
+          return database.available;
+        },
+        get wentAwayAt() {
+          return times().away;
+        },
+        get backAt() {
+          return times().back;
+        },
+        away: (e, startedAt) => this.#away(e, startedAt),
+        back: () => this.#back(),
+      },
+    };
+    this.#runner = new TurnRunner(
+      opts.sql,
+      opts.turns,
+      (slot) => this.#plan(slot),
+      SLOTS,
+      this.#waiting,
+      this.#turnMetrics,
+    );
     this.#serving = new Serving(this.clock, leaseMs, () => this.#runner.kick());
     this.#ext = new PgExtensions(extStatements(opts.schema), q, node, (run) => this.#op(run));
     // The first turn releases what nodes whose lease lapsed still hold (a previous life's).
@@ -394,8 +441,8 @@ export class PgEngine implements Engine {
       reserveToDelete: this.#reserveToDelete,
       log: undefined,
       database: {
-        available: true,
-        reason: "",
+        available: this.#database.available,
+        reason: this.#database.reason,
         node: this.node,
         leaseRemainingMs: m.leaseRemainingMs(),
         poolInUse: pool?.inUse ?? 0,
@@ -422,6 +469,34 @@ export class PgEngine implements Engine {
         self: Number(r.id) === this.node,
       }))
     );
+  }
+
+  /**
+   * A transaction or read begun at `startedAt` failed because the database is away: said
+   * once per outage. Not when another one committed since it began (it waited across the
+   * database's return).
+   */
+  #away(e: unknown, startedAt = Infinity): void {
+    if (!this.#database.available || this.#okAt > startedAt) return;
+    this.#database.available = false;
+    this.#database.reason = `PostgreSQL at ${this.#target} is unavailable: ${message(e)}`;
+    this.#awaySince = this.clock.now();
+    this.#error(
+      `pg: database at ${this.#target} went away (${message(e)}); commands wait up to ${
+        this.#waiting.waitMs / 1000
+      } s for it, then answer INTERNAL_ERROR`,
+    );
+  }
+
+  /** A transaction committed (or a read answered) again. */
+  #back(): void {
+    this.#okAt = this.clock.now();
+    if (this.#database.available) return;
+    this.#database.available = true;
+    this.#database.reason = "";
+    this.#backAt = this.#okAt;
+    const s = ((this.clock.now() - this.#awaySince) / 1000).toFixed(1);
+    this.#log(`pg: database at ${this.#target} is back after ${s} s`);
   }
 
   // ---- tubes ----------------------------------------------------------------------
@@ -523,8 +598,25 @@ export class PgEngine implements Engine {
     return this.#closing;
   }
 
-  /** A NOTIFY on this schema's channel: "<node> r|d <tube>,<tube>...". */
-  heard(payload: string): void {
+  /**
+   * The LISTEN connection lost: the database went away (most likely; a turn under way or
+   * the next one tells). LISTEN again: NOTIFYs may have been missed meanwhile, and the
+   * lease may be close to lapsing: renew it now.
+   */
+  readonly listenEvents: ListenEvents = {
+    lost: (e) => this.#away(e),
+    again: () => {
+      this.#serving.renewLease();
+      this.heard(undefined);
+    },
+  };
+
+  /**
+   * A NOTIFY on this schema's channel: "<node> r|d <tube>,<tube>..."; undefined: LISTEN
+   * was established again, NOTIFYs may have been missed meanwhile.
+   */
+  heard(payload: string | undefined): void {
+    if (payload === undefined) return this.#serving.heard(undefined);
     const [from, kind, tubes] = payload.split(" ");
     if (Number(from) === this.node) return;
     this.#serving.heard(kind === "d" || !tubes ? undefined : tubes.split(","));
@@ -548,7 +640,10 @@ export class PgEngine implements Engine {
    * leave them.
    */
   #read<T>(run: (sql: Sql) => Promise<() => T>): Promise<T> {
-    return this.#tubes.forgotten().then(() => run(this.#sql)).then((then) => then());
+    const since = this.clock.now();
+    return this.#tubes.forgotten().then(() => untilBack(this.#waiting, () => run(this.#sql), since)).then((then) =>
+      then()
+    );
   }
 
   /** Work no client waits for (a closed connection's reservations): failures are logged. */
@@ -608,7 +703,8 @@ export class PgEngine implements Engine {
       failed: (e) => {
         dropsDone?.();
         for (const r of reserves) r.reject(e);
-        this.#error(`pg: transaction failed: ${message(e)}`);
+        // a database away is logged once, when it goes (#away)
+        if (!away(e)) this.#error(`pg: transaction failed: ${message(e)}`);
         this.#serving.failed(order, served);
       },
     };

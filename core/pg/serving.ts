@@ -149,6 +149,12 @@ export class Serving {
     this.#kick();
   }
 
+  /** Renew the lease in the next turn (the database is back after an outage). */
+  renewLease(): void {
+    this.#leaseDue = true;
+    this.#kick();
+  }
+
   /** Stop the timer for good. */
   stop(): void {
     if (this.#timer !== undefined) this.#clock.clearTimer(this.#timer);

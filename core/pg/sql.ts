@@ -17,14 +17,29 @@ export interface Sql {
 
 /** The database: a pool of connections, transactions, and LISTEN. */
 export interface SqlClient extends Sql {
-  /** Run `body` in one transaction on one connection: COMMIT when it resolves, ROLLBACK when it throws. */
-  transaction<T>(body: (tx: Sql) => Promise<T>): Promise<T>;
-  /** Call `onNotify` with the payload of every NOTIFY on `channel` (on a connection of its own). */
-  listen(channel: string, onNotify: (payload: string) => void): Promise<void>;
+  /**
+   * Run `body` in one transaction on one connection: COMMIT when it resolves, ROLLBACK when
+   * it throws. Once `signal` is aborted nothing more is sent: a transaction that has not
+   * sent its COMMIT yet rolls back and throws.
+   */
+  transaction<T>(body: (tx: Sql) => Promise<T>, signal?: AbortSignal): Promise<T>;
+  /**
+   * Call `onNotify` with the payload of every NOTIFY on `channel`, on a connection of its
+   * own that is established again whenever it is lost. Resolves when LISTEN first holds.
+   */
+  listen(channel: string, onNotify: (payload: string) => void, events?: ListenEvents): Promise<void>;
   /** Close every connection (after the statements under way). */
   close(): Promise<void>;
   /** Connections busy now and the pool's size, for the metrics port (when the driver can tell). */
   pool?(): { inUse: number; size: number };
+}
+
+/** What happens to the LISTEN connection after it first held. */
+export interface ListenEvents {
+  /** It was lost (the database went away, most likely): NOTIFYs are missed from now on. */
+  lost?(e: unknown): void;
+  /** LISTEN holds again after it was lost (NOTIFYs sent meanwhile were missed). */
+  again?(): void;
 }
 
 /** The SQLSTATE of a failed statement when the driver reports one (e.g. "40P01" for a deadlock). */
@@ -37,4 +52,42 @@ export function sqlState(e: unknown): string | undefined {
 export function retryable(e: unknown): boolean {
   const s = sqlState(e);
   return s === "40P01" || s === "40001";
+}
+
+/**
+ * The database could not be reached, or the connection was lost (thrown by the binding
+ * for its driver's connection errors). `maybeCommitted`: the connection was lost after
+ * COMMIT was sent, so the transaction may have committed or not.
+ */
+export class DatabaseAway extends Error {
+  readonly maybeCommitted: boolean;
+  constructor(message: string, maybeCommitted = false, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = "DatabaseAway";
+    this.maybeCommitted = maybeCommitted;
+  }
+}
+
+/**
+ * SQLSTATEs of a database that cannot serve writes now (besides class 08, connection
+ * exceptions): a server shutting down, crashed or starting up (57P01-57P03), a read-only
+ * standby (25006), too many connections while every client comes back at once (53300).
+ */
+const AWAY_STATES = new Set(["57P01", "57P02", "57P03", "25006", "53300"]);
+
+/** Errors of a database that is away (down, restarting, unreachable, a standby): wait and run the same turn again. */
+export function away(e: unknown): boolean {
+  if (e instanceof DatabaseAway) return true;
+  const s = sqlState(e);
+  return s !== undefined && (s.startsWith("08") || AWAY_STATES.has(s));
+}
+
+/** The transaction may have committed (COMMIT sent, its answer lost): it must not be run again, nor acknowledged. */
+export function maybeCommitted(e: unknown): boolean {
+  return e instanceof DatabaseAway && e.maybeCommitted;
+}
+
+/** A read-only standby answered: the binding should drop its connections and find the primary again. */
+export function readOnly(e: unknown): boolean {
+  return sqlState(e) === "25006";
 }

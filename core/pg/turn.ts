@@ -7,10 +7,14 @@
 // ends. A connection has at most one command in flight, so commands in different
 // transactions are from different connections: any order of them is one a single
 // server could have seen. A deadlock or serialization failure runs the whole turn
-// again (nothing was answered yet).
-import type { Turns } from "../clock.ts";
+// again (nothing was answered yet). So does a database that is away (down, restarting,
+// failing over, a read-only standby): the same turn is run again until `waitMs` after
+// its first command came, then its commands are answered with the error (INTERNAL_ERROR).
+// A turn whose COMMIT was sent but not answered may have committed: it is neither run
+// again (a delete or a kick would not do the same twice) nor acknowledged.
+import type { Clock, Turns } from "../clock.ts";
 import type { TurnMetrics } from "./metrics.ts";
-import { retryable, type Sql, type SqlClient } from "./sql.ts";
+import { away, DatabaseAway, maybeCommitted, retryable, type Sql, type SqlClient } from "./sql.ts";
 
 /** What the statements of a turn found out, for its end (notify, claims) and after commit. */
 export class TurnState {
@@ -51,6 +55,109 @@ export async function all<T>(ps: readonly Promise<T>[]): Promise<T[]> {
 }
 
 const MAX_ATTEMPTS = 8;
+/** Between two attempts of a turn while the database is away (ms). */
+const AWAY_PAUSE_MS = 100;
+
+/** Told when the database goes away (each failure) and when a transaction commits again. */
+export interface Health {
+  /** False from the first sign that the database is away until a transaction commits again. */
+  readonly available: boolean;
+  /** When it last went away, and last came back (monotonic ms; -Infinity: never). */
+  readonly wentAwayAt: number;
+  readonly backAt: number;
+  /** An attempt begun at `startedAt` (monotonic ms) failed because the database is away. */
+  away(e: unknown, startedAt: number): void;
+  back(): void;
+}
+
+/** How long a turn waits for a database that is away, and who hears about it. */
+export interface Waiting {
+  clock: Clock;
+  /** A command waits this long after it came (--pg-wait), then answers INTERNAL_ERROR. */
+  waitMs: number;
+  health: Health;
+}
+
+/** How often an attempt under way looks whether to give up. */
+const RECHECK_MS = 100;
+/** A turn past its bound is given up even while the database seems there, this much later (ms). */
+const HANG_MS = 10_000;
+/**
+ * An attempt begun before the database went away and still under way this long after it
+ * came back is stuck on a connection that died under it: given up (ms).
+ */
+const STUCK_MS = 1000;
+
+/** Should an attempt begun at `started`, bounded at `due`, be given up `now`? */
+function stuck(w: Waiting, started: number, due: number, now: number, hangMs: number): boolean {
+  const h = w.health;
+  if (now >= due && (!h.available || now - due >= hangMs)) return true;
+  return h.available && h.wentAwayAt > started && now - h.backAt >= STUCK_MS;
+}
+
+/**
+ * p, or a rejection once `giveUp(now)` says so (asked every RECHECK_MS): a slow statement
+ * of a database that is there is not cut off. p is then left to end on its own, observed.
+ */
+function bounded<T>(clock: Clock, p: Promise<T>, giveUp: (now: number) => boolean, why: () => unknown): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let t: unknown;
+    const check = () => {
+      if (giveUp(clock.now())) reject(why());
+      else t = clock.setTimer(check, RECHECK_MS);
+    };
+    t = clock.setTimer(check, RECHECK_MS);
+    p.then(
+      (v) => {
+        clock.clearTimer(t);
+        resolve(v);
+      },
+      (e) => {
+        clock.clearTimer(t);
+        reject(e);
+      },
+    );
+  });
+}
+
+function pause(clock: Clock, ms: number): Promise<void> {
+  return new Promise((resolve) => clock.setTimer(resolve, ms));
+}
+
+/** `sent`: the attempt given up may have sent its COMMIT (so it is not run again). */
+function gaveUp(waitMs: number, last: unknown, sent = false): DatabaseAway {
+  const why = last instanceof Error ? `: ${last.message}` : "";
+  return new DatabaseAway(`the database did not answer within --pg-wait (${waitMs} ms)${why}`, sent);
+}
+
+/**
+ * Run `run` (which only reads: running it twice does no harm) again while the database
+ * is away, until `waitMs` after `since`.
+ */
+export async function untilBack<T>(w: Waiting, run: () => Promise<T>, since = w.clock.now()): Promise<T> {
+  const deadline = since + w.waitMs;
+  let last: unknown;
+  for (;;) {
+    const started = w.clock.now();
+    try {
+      // a read that takes long (stats counting a large table) is cut only while the database is away
+      const v = await bounded(
+        w.clock,
+        run(),
+        (now) => stuck(w, started, deadline, now, Infinity),
+        () => gaveUp(w.waitMs, last),
+      );
+      w.health.back();
+      return v;
+    } catch (e) {
+      if (!away(e)) throw e;
+      w.health.away(e, started);
+      last = e;
+      if (deadline - w.clock.now() <= AWAY_PAUSE_MS) throw e instanceof DatabaseAway ? e : gaveUp(w.waitMs, e);
+      await pause(w.clock, AWAY_PAUSE_MS);
+    }
+  }
+}
 
 /** Runs transactions, up to `slots` at once, each with the plan of what gathered meanwhile. */
 export class TurnRunner {
@@ -63,18 +170,23 @@ export class TurnRunner {
   #scheduled = false;
   #idle: (() => void)[] = [];
   readonly #metrics: TurnMetrics | undefined;
+  readonly #waiting: Waiting | undefined;
+  /** When the first command not yet in a turn came (its wait for the database counts from then). */
+  #since: number | undefined;
 
   constructor(
     sql: SqlClient,
     turns: Turns,
     plan: (slot: number) => Plan | undefined,
     slots = 1,
+    waiting?: Waiting,
     metrics?: TurnMetrics,
   ) {
     this.#metrics = metrics;
     this.#sql = sql;
     this.#turns = turns;
     this.#plan = plan;
+    this.#waiting = waiting;
     for (let s = slots - 1; s >= 0; s--) this.#free.push(s);
   }
 
@@ -85,6 +197,7 @@ export class TurnRunner {
 
   /** There is work: plan a transaction at the end of this turn (or when a slot comes free). */
   kick(): void {
+    this.#since ??= this.#waiting?.clock.now();
     if (this.#scheduled || this.#free.length === 0) return;
     this.#scheduled = true;
     this.#turns.afterTurn(() => {
@@ -103,13 +216,15 @@ export class TurnRunner {
     const slot = this.#free.pop();
     if (slot === undefined) return;
     const plan = this.#plan(slot);
+    const since = this.#since;
+    this.#since = undefined;
     if (!plan) {
       this.#free.push(slot);
       if (this.#inFlight === 0) { for (const f of this.#idle.splice(0)) f(); }
       return;
     }
     this.#inFlight++;
-    this.#run(plan).finally(() => {
+    this.#run(plan, since).finally(() => {
       this.#inFlight--;
       this.#free.push(slot);
       this.kick();
@@ -117,16 +232,39 @@ export class TurnRunner {
     });
   }
 
-  async #run(plan: Plan): Promise<void> {
+  async #run(plan: Plan, since: number | undefined): Promise<void> {
+    const w = this.#waiting;
+    const deadline = w ? (since ?? w.clock.now()) + w.waitMs : Infinity;
+    let last: unknown;
     for (let attempt = 1;; attempt++) {
+      const started = w?.clock.now() ?? 0;
       const m = this.#metrics;
       try {
-        const { thens, end, answered } = await this.#sql.transaction(async (tx) => {
+        const stop = new AbortController();
+        const tx = this.#sql.transaction(async (tx) => {
           const start = m?.begin() ?? 0, turn = new TurnState();
           const thens = await all(plan.ops.map((op) => op.run(tx, turn)));
           return { thens, end: await plan.end(tx, turn), answered: m?.answered(start) ?? 0 };
-        });
+        }, stop.signal);
+        // A transaction may hang (no host reachable, or only standbys while one is
+        // promoted), or be stuck on a connection that died under it: past the bound,
+        // once the database is known to be away (or long after, if nothing told), or
+        // once the database is back while it is not, it is told to send nothing more,
+        // and answered.
+        const { thens, end, answered } = w
+          ? await bounded(
+            w.clock,
+            tx,
+            (now) => stuck(w, started, deadline, now, HANG_MS),
+            () => {
+              stop.abort();
+              tx.catch(() => {});
+              return gaveUp(w.waitMs, last, true);
+            },
+          )
+          : await tx;
         m?.committed(answered, plan.commands ?? plan.ops.length);
+        w?.health.back();
         // Committed: answer in the order the commands came, then the turn's own end.
         for (let i = 0; i < thens.length; i++) {
           const op = plan.ops[i]!;
@@ -142,9 +280,21 @@ export class TurnRunner {
         end();
         return;
       } catch (e) {
-        const again = retryable(e) && attempt < MAX_ATTEMPTS;
-        m?.failed(again);
-        if (again) continue;
+        if (retryable(e) && attempt < MAX_ATTEMPTS) {
+          m?.failed(true);
+          continue;
+        }
+        if (w && away(e)) {
+          w.health.away(e, started);
+          last = e;
+          if (!maybeCommitted(e) && deadline - w.clock.now() > AWAY_PAUSE_MS) {
+            m?.failed(true);
+            await pause(w.clock, AWAY_PAUSE_MS);
+            attempt = 0;
+            continue;
+          }
+        }
+        m?.failed(false);
         for (const op of plan.ops) op.reject(e);
         plan.failed(e);
         return;

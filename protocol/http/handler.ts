@@ -2,7 +2,7 @@
 // it: adapters/http_deno.ts and adapters/http_bun.ts hand every request here.
 //
 //   GET  /healthz   200 while the process serves (liveness)
-//   GET  /readyz    200 when puts are accepted (not draining, log writable), else 503
+//   GET  /readyz    200 when puts are accepted (not draining, log writable, database there), else 503
 //   GET  /metrics   Prometheus text (metrics.ts)
 //   GET  /          the dashboard (dashboard_*.ts), and GET /api/... its JSON (views.ts)
 //   POST /api/...   write actions (actions.ts): need `Authorization: Bearer TOKEN`
@@ -182,8 +182,9 @@ export function httpHandler(svc: Service, opts: HttpOptions): (req: Request) => 
         return text(200, "ok\n");
       case "/readyz": {
         if (engine.draining) return text(503, "draining\n");
-        const h = engine.metrics().log;
-        return h && !h.writable ? text(503, "log not writable\n") : text(200, "ready\n");
+        const m = engine.metrics();
+        if (m.database && !m.database.available) return text(503, `${m.database.reason}\n`);
+        return m.log && !m.log.writable ? text(503, "log not writable\n") : text(200, "ready\n");
       }
       case "/metrics":
         return new Response(metricsStream(src), {

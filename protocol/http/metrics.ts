@@ -234,7 +234,11 @@ export async function* metricChunks(
       1,
     );
     fam("tubeway_pg_transactions_total", "counter", "Turn transactions committed.").add("", db.transactions);
-    fam("tubeway_pg_retries_total", "counter", "Turn transactions run again (deadlock, serialization failure).")
+    fam(
+      "tubeway_pg_retries_total",
+      "counter",
+      "Turn transactions run again (deadlock, serialization failure, database away).",
+    )
       .add("", db.retries);
     fam("tubeway_pg_errors_total", "counter", "Turn transactions that failed (their commands: INTERNAL_ERROR).")
       .add("", db.errors);

@@ -89,13 +89,20 @@ describe("parseConfig", () => {
   it("reads --pg URL (or TUBEWAY_PG_URL; the flag wins) and --pg-schema", () => {
     assert.equal(config().pg, undefined);
     const url = "postgres://u@db:5432/jobs";
-    assert.deepEqual(config("--pg", url).pg, { url, schema: "tubeway", leaseMs: 5000 });
-    assert.deepEqual(config("--pg", url, "--pg-schema", "q2").pg, { url, schema: "q2", leaseMs: 5000 });
+    assert.deepEqual(config("--pg", url).pg, { url, schema: "tubeway", leaseMs: 5000, waitMs: 5000 });
+    assert.deepEqual(config("--pg", url, "--pg-schema", "q2").pg, { url, schema: "q2", leaseMs: 5000, waitMs: 5000 });
     const fromEnv = parseConfig([], { TUBEWAY_PG_URL: url });
-    assert.deepEqual(fromEnv.kind === "run" && fromEnv.config.pg, { url, schema: "tubeway", leaseMs: 5000 });
+    assert.deepEqual(fromEnv.kind === "run" && fromEnv.config.pg, {
+      url,
+      schema: "tubeway",
+      leaseMs: 5000,
+      waitMs: 5000,
+    });
     const both = parseConfig(["--pg", "postgres://flag/x"], { TUBEWAY_PG_URL: url });
     assert.equal(both.kind === "run" && both.config.pg?.url, "postgres://flag/x");
     assert.equal(config("--pg", url, "--pg-lease", "1.5").pg?.leaseMs, 1500);
+    assert.equal(config("--pg", url, "--pg-wait", "0.5").pg?.waitMs, 500);
+    assert.equal(config("--pg", url, "--pg-wait", "0").pg?.waitMs, 0, "0: INTERNAL_ERROR at once");
     const empty = parseConfig([], { TUBEWAY_PG_URL: "" });
     assert.equal(empty.kind === "run" && empty.config.pg, undefined, "an empty variable is no URL");
   });
@@ -108,6 +115,8 @@ describe("parseConfig", () => {
     const env = parseConfig(["-b", "/tmp/x"], { TUBEWAY_PG_URL: "postgres://h/d" });
     assert.equal(env.kind === "error" && env.exitCode, 5);
     assert.equal(error("--pg-schema", "q"), "--pg-schema needs --pg URL");
+    assert.equal(error("--pg-wait", "3"), "--pg-wait needs --pg URL");
+    assert.equal(error("--pg", "postgres://h/d", "--pg-wait", "-1"), "--pg-wait wants seconds from 0 to 3600, not -1");
     assert.match(error("--pg", "postgres://h/d", "--pg-schema", "Bad-Name"), /--pg-schema wants a lower-case SQL name/);
     assert.equal(error("--pg"), "flag requires an argument: --pg");
     assert.equal(error("--pg-lease", "3"), "--pg-lease needs --pg URL");

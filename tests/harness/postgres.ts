@@ -4,7 +4,7 @@
 // Debian's package creates (runuser); as any other user, to that user. Durable as in
 // production: fsync and synchronous_commit on.
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./ports.ts";
@@ -66,15 +66,7 @@ function run(argv: string[]): { ok: boolean; out: string } {
 /** initdb + pg_ctl start on a free port; throws with the tools' output when either fails. */
 export async function startPostgres(): Promise<Postgres> {
   if (!PG_BIN) throw new Error("PostgreSQL is not installed (apt-get install -y postgresql)");
-  const dir = mkdtempSync(join(tmpdir(), "tubeway-pg-"));
-  if (isRoot) {
-    const u = postgresUser();
-    if (!u) throw new Error("no `postgres` user to run PostgreSQL as (it refuses to run as root)");
-    chownSync(dir, u.uid, u.gid);
-  }
-  chmodSync(dir, 0o700);
-  const data = join(dir, "data");
-  const logFile = join(dir, "log");
+  const { dir, data, logFile } = clusterDir();
   const cleanup = () => rmSync(dir, { recursive: true, force: true });
   const init = run([join(PG_BIN, "initdb"), "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
   if (!init.ok) {
@@ -154,4 +146,182 @@ let schemas = 0;
 /** A schema name no other test of this process uses. */
 export function uniqueSchema(prefix = "t"): string {
   return `${prefix}_${process.pid}_${++schemas}`;
+}
+
+/** A throwaway cluster whose server a test stops, starts, restarts, kills and promotes. */
+export interface ControlledPostgres extends Postgres {
+  /** `pg_ctl restart -m fast` (waits until it accepts connections again). */
+  restart(): void;
+  /** `pg_ctl stop -m fast`: down until resume(); the data stays. */
+  halt(): void;
+  /** `pg_ctl start` after halt(). */
+  resume(): void;
+  /** SIGKILL to the postmaster and every backend at once, as if its machine died. */
+  kill9(): void;
+  /** `pg_ctl promote`: a standby becomes a primary (waits until it is one). */
+  promote(): void;
+  /** One statement through psql; its rows as `a|b` lines. Throws with psql's output when it fails. */
+  psql(sql: string): string;
+}
+
+interface ClusterDirs {
+  dir: string;
+  data: string;
+  logFile: string;
+}
+
+/** The postgres user's temp dir with a data dir, or the tools' output. */
+function clusterDir(): ClusterDirs {
+  const dir = mkdtempSync(join(tmpdir(), "tubeway-pg-"));
+  if (isRoot) {
+    const u = postgresUser();
+    if (!u) throw new Error("no `postgres` user to run PostgreSQL as (it refuses to run as root)");
+    chownSync(dir, u.uid, u.gid);
+  }
+  chmodSync(dir, 0o700);
+  return { dir, data: join(dir, "data"), logFile: join(dir, "log") };
+}
+
+/** pg_ctl start on `port` with `settings` (-c name=value) besides the usual ones. */
+function controlled(d: ClusterDirs, port: number, settings: string[]): ControlledPostgres {
+  const bin = PG_BIN!;
+  const opts = [
+    `-p ${port}`,
+    `-k ${d.dir}`,
+    "-c listen_addresses=127.0.0.1",
+    "-c fsync=on",
+    "-c synchronous_commit=on",
+    "-c max_connections=200",
+    ...settings.map((s) => `-c ${s}`),
+  ].join(" ");
+  const log = () => {
+    try {
+      return execFileSync("cat", [d.logFile], { encoding: "utf8" });
+    } catch {
+      return "";
+    }
+  };
+  const ctl = (...args: string[]) => {
+    const r = run([join(bin, "pg_ctl"), "-D", d.data, ...args]);
+    if (!r.ok) throw new Error(`pg_ctl ${args.join(" ")} failed:\n${r.out}\n${log()}`);
+  };
+  const start = () => ctl("-o", opts, "-l", d.logFile, "-w", "-t", "60", "start");
+  const pids = (): number[] => {
+    try {
+      const main = Number(readFileSync(join(d.data, "postmaster.pid"), "utf8").split("\n")[0]);
+      const kids = spawnSync("pgrep", ["-P", String(main)], { encoding: "utf8" }).stdout ?? "";
+      return [main, ...kids.split("\n").filter((l) => l.trim() !== "").map(Number)];
+    } catch {
+      return [];
+    }
+  };
+  let stopped = false;
+  try {
+    start();
+  } catch (e) {
+    // pg_ctl may give up waiting on a busy machine while the server goes on starting
+    run([join(bin, "pg_ctl"), "-D", d.data, "-m", "immediate", "-w", "stop"]);
+    throw e;
+  }
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    log,
+    restart: () => ctl("-o", opts, "-l", d.logFile, "-m", "fast", "-w", "-t", "60", "restart"),
+    halt: () => ctl("-m", "fast", "-w", "stop"),
+    resume: start,
+    kill9: () => {
+      for (const pid of pids()) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch { /* gone already */ }
+      }
+    },
+    promote: () => ctl("-w", "-t", "60", "promote"),
+    psql: (sql) => {
+      const r = run([join(bin, "psql"), "-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-Atc", sql]);
+      if (!r.ok) throw new Error(`psql failed: ${r.out}`);
+      return r.out.trim();
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      run([join(bin, "pg_ctl"), "-D", d.data, "-m", "immediate", "-w", "stop"]);
+      for (const pid of pids()) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch { /* gone already */ }
+      }
+      rmSync(d.dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** initdb + pg_ctl start on a free port, with controls (restart, halt, kill9) for the test. */
+export async function startControlledPostgres(settings: string[] = []): Promise<ControlledPostgres> {
+  if (!PG_BIN) throw new Error("PostgreSQL is not installed (apt-get install -y postgresql)");
+  const d = clusterDir();
+  try {
+    const init = run([join(PG_BIN, "initdb"), "-D", d.data, "-A", "trust", "-U", "postgres", "--no-sync"]);
+    if (!init.ok) throw new Error(`initdb failed:\n${init.out}`);
+    return controlled(d, await freePort(), settings);
+  } catch (e) {
+    rmSync(d.dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** A primary and its synchronous streaming standby (every commit acknowledged is on both). */
+export interface ReplicatedPostgres {
+  primary: ControlledPostgres;
+  standby: ControlledPostgres;
+  /** Both hosts, primary first, with target_session_attrs=read-write. */
+  url: string;
+  /** Stop both and remove their directories. */
+  stop(): void;
+}
+
+/**
+ * A primary (synchronous_standby_names names the standby, so a COMMIT returns only once
+ * the standby has the WAL) and a standby made by `pg_basebackup -R`, streaming; resolves
+ * when the standby is attached as synchronous.
+ */
+export async function startReplicatedPostgres(): Promise<ReplicatedPostgres> {
+  const primary = await startControlledPostgres(["synchronous_standby_names=standby1", "wal_level=replica"]);
+  let standby: ControlledPostgres | undefined;
+  try {
+    const d = clusterDir();
+    try {
+      const base = run([
+        join(PG_BIN!, "pg_basebackup"),
+        ...["-D", d.data, "-R", "-X", "stream", "-c", "fast", "--no-sync"],
+        ...["-h", "127.0.0.1", "-p", String(primary.port), "-U", "postgres"],
+      ]);
+      if (!base.ok) throw new Error(`pg_basebackup failed:\n${base.out}`);
+      // cluster_name is the standby's application_name, which synchronous_standby_names names
+      standby = controlled(d, await freePort(), ["cluster_name=standby1", "hot_standby=on"]);
+    } catch (e) {
+      rmSync(d.dir, { recursive: true, force: true });
+      throw e;
+    }
+    const deadline = Date.now() + 30_000;
+    while (primary.psql("select sync_state from pg_stat_replication") !== "sync") {
+      if (Date.now() > deadline) throw new Error(`the standby did not become synchronous:\n${standby.log()}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } catch (e) {
+    standby?.stop();
+    primary.stop();
+    throw e;
+  }
+  const s = standby;
+  return {
+    primary,
+    standby: s,
+    url: `postgres://postgres@127.0.0.1:${primary.port},127.0.0.1:${s.port}/postgres?target_session_attrs=read-write`,
+    stop() {
+      s.stop();
+      primary.stop();
+    },
+  };
 }
