@@ -49,7 +49,7 @@ function plan(n: number, commands: number, settled: string[]): Plan {
 
 async function runOnce(sql: SqlClient, p: Plan, m: TurnMetrics): Promise<void> {
   let given = false;
-  const runner = new TurnRunner(sql, turns, () => (given ? undefined : (given = true, p)), 1, m);
+  const runner = new TurnRunner(sql, turns, () => (given ? undefined : (given = true, p)), 1, undefined, m);
   runner.kick();
   await new Promise((resolve) => queueMicrotask(() => resolve(undefined)));
   await runner.idle();
