@@ -38,10 +38,9 @@ async function serveConn(svc: Service, conn: Deno.Conn, listen?: ListenAddress):
   const addr = remote.transport === "tcp" ? peerAddress(remote.hostname, remote.port) : peerAddress("", 0, listen);
   const c = svc.connect(
     {
-      async write(piece) {
-        let off = 0;
-        while (off < piece.length) off += await conn.write(off === 0 ? piece : piece.subarray(off));
-      },
+      // The socket's own promise, resolving to the bytes taken (the connection writes
+      // any rest): no async wrapper and its promise per reply.
+      write: (piece) => conn.write(piece),
       close() {
         if (closed) return;
         closed = true;
@@ -73,7 +72,7 @@ async function serveConn(svc: Service, conn: Deno.Conn, listen?: ListenAddress):
       }
       const n = await conn.read(buf);
       if (n === null) break;
-      c.push(buf.subarray(0, n));
+      c.push(buf, n);
       if (n === buf.length) {
         if (buf.length < MAX_READ) buf = new Uint8Array(buf.length * 4);
         // More is queued: let other connections run first, so a flood cannot starve them.

@@ -36,6 +36,8 @@ const MODE_SKIP = 3;
 
 const MIN_BUF = 1024;
 const EMPTY = new Uint8Array(0);
+/** Bodies (or their parts in one chunk) up to this size are copied byte by byte (see #bodyBytes). */
+const SMALL_COPY = 128;
 
 export class Parser {
   /** The input: a pushed chunk, or the parser's own buffer; bytes [r, w) are received and not yet consumed. */
@@ -97,26 +99,27 @@ export class Parser {
   }
 
   /**
-   * Received bytes. With nothing left over they are parsed in place: the chunk must
-   * stay unchanged until release() (or the next push()). Otherwise they are appended
-   * to the leftover, in the parser's own buffer.
+   * Received bytes: the first `length` of `chunk` (all of it by default). With nothing
+   * left over they are parsed in place: the chunk must stay unchanged until release()
+   * (or the next push()). Otherwise they are appended to the leftover, in the parser's
+   * own buffer.
    */
-  push(chunk: Uint8Array): void {
+  push(chunk: Uint8Array, length = chunk.length): void {
     if (this.#r === this.#w) {
       this.#buf = chunk;
       this.#r = this.#scan = 0;
-      this.#w = chunk.length;
+      this.#w = length;
       this.#borrowed = true;
       return;
     }
-    if (this.#borrowed) this.#relocate(Math.max(this.#minBuf, this.#w - this.#r + chunk.length));
-    else if (this.#buf.length - this.#w < chunk.length) {
+    if (this.#borrowed) this.#relocate(Math.max(this.#minBuf, this.#w - this.#r + length));
+    else if (this.#buf.length - this.#w < length) {
       let size = Math.max(this.#buf.length, this.#minBuf);
-      while (size - (this.#w - this.#r) < chunk.length) size *= 2;
+      while (size - (this.#w - this.#r) < length) size *= 2;
       this.#relocate(size);
     }
-    this.#buf.set(chunk, this.#w);
-    this.#w += chunk.length;
+    this.#buf.set(length === chunk.length ? chunk : chunk.subarray(0, length), this.#w);
+    this.#w += length;
   }
 
   /**
@@ -228,9 +231,15 @@ export class Parser {
     const need = this.#body.length - this.#bodyHave;
     const n = Math.min(need, this.#w - this.#r);
     if (n > 0) {
-      this.#body.set(this.#buf.subarray(this.#r, this.#r + n), this.#bodyHave);
+      const body = this.#body;
+      const buf = this.#buf;
+      const r = this.#r;
+      if (n <= SMALL_COPY) {
+        // Byte by byte: a subarray for set() would be a view object per body.
+        for (let i = 0, at = this.#bodyHave; i < n; i++) body[at + i] = buf[r + i]!;
+      } else body.set(buf.subarray(r, r + n), this.#bodyHave);
       this.#bodyHave += n;
-      this.#r += n;
+      this.#r = r + n;
     }
     if (this.#bodyHave < this.#body.length) return NEED_MORE;
     this.#mode = MODE_LINE;
