@@ -75,7 +75,10 @@ export interface ConnectionOwner extends ConnectionContext {
 }
 
 export class Connection implements Settling {
-  /** Called when the connection wants input again after `wantsInput` was false. */
+  /**
+   * Called when the connection wants input again after `wantsInput` was false, and
+   * when it closes (so an adapter waiting for input need not also wait on `done`).
+   */
   onResume: (() => void) | undefined;
 
   readonly #owner: ConnectionOwner;
@@ -413,5 +416,6 @@ export class Connection implements Settling {
       // already gone
     }
     this.#resolveDone?.();
+    this.onResume?.();
   }
 }
