@@ -75,7 +75,7 @@ async function serveConn(svc: Service, conn: Deno.Conn, listen?: ListenAddress):
       }
       const n = await conn.read(buf);
       if (n === null) break;
-      c.push(buf, n);
+      c.push(buf.subarray(0, n));
       if (n === buf.length) {
         if (buf.length < MAX_READ) buf = new Uint8Array(buf.length * 4);
         // More is queued: let other connections run first, so a flood cannot starve them.

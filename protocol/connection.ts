@@ -163,13 +163,9 @@ export class Connection implements Settling {
     return this.#waiting || this.#pending || this.#settling || this.#s.out.size >= OUT_HIGH;
   }
 
-  /**
-   * Bytes from the client, the first `length` of `chunk` (all of it by default: an
-   * adapter reading into a buffer of its own passes the count, not a view per read):
-   * take them in and process what is complete.
-   */
-  push(chunk: Uint8Array, length = chunk.length): void {
-    this.#parser.push(chunk, length);
+  /** Bytes from the client: take them in and process what is complete. */
+  push(chunk: Uint8Array): void {
+    this.#parser.push(chunk);
     this.#run();
     if (this.#parser.discarding && !this.#paced && !this.#closed) {
       this.#paced = true;

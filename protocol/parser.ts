@@ -99,27 +99,26 @@ export class Parser {
   }
 
   /**
-   * Received bytes: the first `length` of `chunk` (all of it by default). With nothing
-   * left over they are parsed in place: the chunk must stay unchanged until release()
-   * (or the next push()). Otherwise they are appended to the leftover, in the parser's
-   * own buffer.
+   * Received bytes. With nothing left over they are parsed in place: the chunk must
+   * stay unchanged until release() (or the next push()). Otherwise they are appended
+   * to the leftover, in the parser's own buffer.
    */
-  push(chunk: Uint8Array, length = chunk.length): void {
+  push(chunk: Uint8Array): void {
     if (this.#r === this.#w) {
       this.#buf = chunk;
       this.#r = this.#scan = 0;
-      this.#w = length;
+      this.#w = chunk.length;
       this.#borrowed = true;
       return;
     }
-    if (this.#borrowed) this.#relocate(Math.max(this.#minBuf, this.#w - this.#r + length));
-    else if (this.#buf.length - this.#w < length) {
+    if (this.#borrowed) this.#relocate(Math.max(this.#minBuf, this.#w - this.#r + chunk.length));
+    else if (this.#buf.length - this.#w < chunk.length) {
       let size = Math.max(this.#buf.length, this.#minBuf);
-      while (size - (this.#w - this.#r) < length) size *= 2;
+      while (size - (this.#w - this.#r) < chunk.length) size *= 2;
       this.#relocate(size);
     }
-    this.#buf.set(length === chunk.length ? chunk : chunk.subarray(0, length), this.#w);
-    this.#w += length;
+    this.#buf.set(chunk, this.#w);
+    this.#w += chunk.length;
   }
 
   /**

@@ -208,20 +208,4 @@ describe("Parser framing", () => {
     p.expectBody(4);
     assert.equal(p.discarding, false, "a body being read is kept, not discarded");
   });
-
-  it("takes only the count of bytes given of a reused read buffer (the Deno adapter's push)", () => {
-    const svc = new Service(memoryEngine({ clock: new ManualClock() }), { log: () => {}, error: () => {} });
-    let out = "";
-    const conn = svc.connect({ write: (p) => void (out += text(p)), close: () => {} });
-    const buf = new Uint8Array(64).fill(0x5a); // stale bytes past the count: never parsed
-    const feed = (s: string) => {
-      buf.set(bytes(s));
-      conn.push(buf, s.length);
-    };
-    feed("put 0 0 60 3\r\nabc\r\npeek 1\r");
-    feed("\nput 0 0 60 2\r\nx");
-    feed("y\r\npeek 2\r\n");
-    assert.equal(out, "INSERTED 1\r\nFOUND 1 3\r\nabc\r\nINSERTED 2\r\nFOUND 2 2\r\nxy\r\n");
-    svc.close();
-  });
 });
