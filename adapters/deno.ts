@@ -38,10 +38,9 @@ async function serveConn(svc: Service, conn: Deno.Conn, listen?: ListenAddress):
   const addr = remote.transport === "tcp" ? peerAddress(remote.hostname, remote.port) : peerAddress("", 0, listen);
   const c = svc.connect(
     {
-      async write(piece) {
-        let off = 0;
-        while (off < piece.length) off += await conn.write(off === 0 ? piece : piece.subarray(off));
-      },
+      // The socket's own promise, resolving to the bytes taken (the connection writes
+      // any rest): no async wrapper and its promise per reply.
+      write: (piece) => conn.write(piece),
       close() {
         if (closed) return;
         closed = true;
@@ -68,7 +67,10 @@ async function serveConn(svc: Service, conn: Deno.Conn, listen?: ListenAddress):
         if (buf.length > MIN_READ && !c.discarding) buf = new Uint8Array(MIN_READ);
         while (!c.wantsInput) {
           if (c.closed) return;
-          await Promise.race([new Promise<void>((r) => (resume = r)), c.done]);
+          // onResume comes when input is wanted again, or the connection closed. Not a race
+          // with c.done: each race would leave a reaction on that promise for the
+          // connection's life (312 bytes per stall on Deno 2.9.6).
+          await new Promise<void>((r) => (resume = r));
         }
       }
       const n = await conn.read(buf);

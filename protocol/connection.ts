@@ -26,9 +26,11 @@ export interface Transport {
   /**
    * Write one piece. Return nothing when it was taken whole, or a promise that settles
    * once it has been (the piece must not be touched until then; a rejection is a
-   * broken connection).
+   * broken connection). The promise may instead resolve to how many bytes of the piece
+   * were taken: when fewer than all, the connection writes the rest (so a socket's own
+   * write promise can be returned as it is, with no wrapper per reply).
    */
-  write(piece: Uint8Array): void | Promise<void>;
+  write(piece: Uint8Array): void | Promise<void | number>;
   /** Close the socket (after everything written). Must be safe to call twice. */
   close(): void;
 }
@@ -73,7 +75,10 @@ export interface ConnectionOwner extends ConnectionContext {
 }
 
 export class Connection implements Settling {
-  /** Called when the connection wants input again after `wantsInput` was false. */
+  /**
+   * Called when the connection wants input again after `wantsInput` was false, and
+   * when it closes (so an adapter waiting for input need not also wait on `done`).
+   */
   onResume: (() => void) | undefined;
 
   readonly #owner: ConnectionOwner;
@@ -355,23 +360,31 @@ export class Connection implements Settling {
       if (this.#quit) this.#close();
       return;
     }
-    this.#write(this.#s.out.take(), 0);
+    const out = this.#s.out;
+    const one = out.takeOne(); // the usual batch: one piece, no arrays
+    if (one) return this.#write(one, null, 0);
+    const pieces = out.take();
+    this.#write(pieces[0], pieces, 0);
   }
 
-  #write(pieces: Uint8Array[], from: number): void {
-    for (let i = from; i < pieces.length; i++) {
-      let pending: void | Promise<void>;
+  /** Write `piece` (pieces[i] when there is a list), then the rest of the list. */
+  #write(piece: Uint8Array | undefined, pieces: Uint8Array[] | null, i: number): void {
+    for (; piece !== undefined; piece = pieces?.[++i]) {
+      let pending: void | Promise<void | number>;
       try {
-        pending = this.#transport.write(pieces[i]!);
+        pending = this.#transport.write(piece);
       } catch {
         return this.#close();
       }
       if (pending) {
         this.#writing = true;
+        const p = piece;
         pending.then(
-          () => {
+          (n) => {
             this.#writing = false;
-            this.#write(pieces, i + 1);
+            // Taken in part: write the rest first.
+            if (typeof n === "number" && n < p.length) this.#write(p.subarray(n), pieces, i);
+            else this.#write(pieces?.[i + 1], pieces, i + 1);
           },
           () => this.#close(),
         );
@@ -399,5 +412,6 @@ export class Connection implements Settling {
       // already gone
     }
     this.#resolveDone?.();
+    this.onResume?.();
   }
 }

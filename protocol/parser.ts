@@ -36,6 +36,8 @@ const MODE_SKIP = 3;
 
 const MIN_BUF = 1024;
 const EMPTY = new Uint8Array(0);
+/** Bodies (or their parts in one chunk) up to this size are copied byte by byte (see #bodyBytes). */
+const SMALL_COPY = 128;
 
 export class Parser {
   /** The input: a pushed chunk, or the parser's own buffer; bytes [r, w) are received and not yet consumed. */
@@ -228,9 +230,15 @@ export class Parser {
     const need = this.#body.length - this.#bodyHave;
     const n = Math.min(need, this.#w - this.#r);
     if (n > 0) {
-      this.#body.set(this.#buf.subarray(this.#r, this.#r + n), this.#bodyHave);
+      const body = this.#body;
+      const buf = this.#buf;
+      const r = this.#r;
+      if (n <= SMALL_COPY) {
+        // Byte by byte: a subarray for set() would be a view object per body.
+        for (let i = 0, at = this.#bodyHave; i < n; i++) body[at + i] = buf[r + i]!;
+      } else body.set(buf.subarray(r, r + n), this.#bodyHave);
       this.#bodyHave += n;
-      this.#r += n;
+      this.#r = r + n;
     }
     if (this.#bodyHave < this.#body.length) return NEED_MORE;
     this.#mode = MODE_LINE;

@@ -70,6 +70,8 @@ export class Output {
   #queue: Uint8Array[] = [];
   /** The array the last take() handed out, reused for the queue once release() says it is written. */
   #handed: Uint8Array[] = [];
+  /** Our buffer that the last takeOne() handed out: reusable once it is written. */
+  #takenOne: Uint8Array | null = null;
   #queued = 0;
 
   /** `pool`: shared with other connections' outputs (none given: a pool of its own). */
@@ -170,7 +172,23 @@ export class Output {
   }
 
   /**
-   * The pieces from the last take() have been written: one of our buffers among them
+   * Everything pending when it is one piece of our own buffer (the usual batch: a few
+   * replies, no big body), else undefined (use take()). It touches none of take()'s
+   * arrays: in V8 emptying an array drops its storage, so each batch through them cost
+   * two new backing stores. The piece is the caller's until release().
+   */
+  takeOne(): Uint8Array | undefined {
+    if (this.#queued !== 0 || this.#len === 0) return undefined;
+    const piece = this.#buf.subarray(0, this.#len);
+    this.#takenOne = this.#buf;
+    this.#buf = this.#spare ?? NONE;
+    this.#spare = null;
+    this.#len = 0;
+    return piece;
+  }
+
+  /**
+   * The pieces from the last take() (or takeOne()) have been written: one of our buffers among them
    * (not a big one) is kept for reuse, the others are left to the GC. Buffers sealed
    * since that take() are still queued, so they are not candidates.
    */
@@ -178,8 +196,15 @@ export class Output {
     for (const b of this.#taken) {
       if (b.length <= KEEP && b !== this.#buf && (!this.#spare || this.#spare.length < b.length)) this.#spare = b;
     }
-    this.#taken.length = 0;
-    this.#handed.length = 0;
+    const one = this.#takenOne;
+    if (one) {
+      this.#takenOne = null;
+      if (one.length <= KEEP && one !== this.#buf && (!this.#spare || this.#spare.length < one.length)) {
+        this.#spare = one;
+      }
+    }
+    if (this.#taken.length !== 0) this.#taken.length = 0;
+    if (this.#handed.length !== 0) this.#handed.length = 0;
     // Nothing encoded since the take(): write into the kept buffer next, rather than
     // allocating another and holding both (two per idle connection).
     if (this.#buf === NONE && this.#spare) {
@@ -193,7 +218,7 @@ export class Output {
    * an idle connection holds none.
    */
   idle(): void {
-    if (this.#len !== 0 || this.#queued !== 0 || this.#taken.length !== 0) return;
+    if (this.#len !== 0 || this.#queued !== 0 || this.#taken.length !== 0 || this.#takenOne) return;
     const pool = this.#pool;
     if (this.#buf !== NONE && pool.length < POOL_MAX) pool.push(this.#buf);
     if (this.#spare && pool.length < POOL_MAX) pool.push(this.#spare);

@@ -83,7 +83,7 @@ export async function serveStreams(svc: Service, io: StreamPair): Promise<void> 
     for (;;) {
       while (!conn.wantsInput) {
         if (conn.closed) return;
-        await Promise.race([new Promise<void>((r) => (resume = r)), conn.done]);
+        await new Promise<void>((r) => (resume = r)); // onResume: input wanted again, or closed
       }
       if (byob) {
         const { value, done } = await byob.read(scratch);

@@ -71,6 +71,27 @@ describe("Output", () => {
     assert.equal(o.take()[0]!.buffer, first, "the next reply takes a pooled buffer instead of allocating");
   });
 
+  it("takeOne(): the usual batch as one piece, the same reuse of buffers as take()", () => {
+    const o = new Output();
+    o.bytes(fill("a", 10));
+    const a = o.takeOne()!;
+    assert.equal(text([a]), "a".repeat(10));
+    o.bytes(fill("b", 5)); // encoded while the first piece is being written
+    o.idle();
+    assert.notEqual(o.heldBytes, 0, "nothing goes to the pool while a piece is out or a reply waits");
+    o.release();
+    const b = o.takeOne()!;
+    assert.equal(text([b]), "b".repeat(5));
+    assert.notEqual(b.buffer, a.buffer, "the piece being written was not written into");
+    o.release();
+    o.bytes(fill("c", 3));
+    assert.equal(o.takeOne()!.buffer, a.buffer, "a written buffer is reused");
+    o.release();
+    o.bytes(fill("d", 20000)); // big: queued by reference, so not one piece of ours
+    assert.equal(o.takeOne(), undefined);
+    assert.equal(o.take().length, 1);
+  });
+
   it("idle() keeps what is pending", () => {
     const o = new Output();
     o.bytes(fill("a", 10));

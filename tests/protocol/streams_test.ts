@@ -76,4 +76,30 @@ describe("serveStreams", () => {
     assert.ok(in100ms >= 5, `only ${in100ms} reads in 100 ms: the garbage is not read on`);
     assert.equal(dec(out), "BAD_FORMAT\r\nUSING default\r\n");
   });
+
+  it("a connection stalled on replies its client does not read ends when the server closes it", async () => {
+    const svc = new Service(memoryEngine(), { log: () => {}, error: () => {} });
+    const big = "j".repeat(40000);
+    let sent = false;
+    const readable = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent) return new Promise(() => {}); // then nothing more, and no EOF
+        sent = true;
+        c.enqueue(enc(`put 0 0 60 ${big.length}\r\n${big}\r\n` + "peek 1\r\n".repeat(1000)));
+      },
+    });
+    // The client reads nothing: the first write never completes, the replies pile up to
+    // the bound, and more than the read-ahead of commands waits.
+    const writable = new WritableStream<Uint8Array>({ write: () => new Promise(() => {}) });
+    let ended = false;
+    const served = serveStreams(svc, { readable, writable }).finally(() => (ended = true));
+    while (svc.counters.connections === 0 || [...svc.connections][0]!.wantsInput) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(ended, false, "stalled, waiting for its replies to be read");
+    svc.close(); // drops every connection: the stalled one's read loop must end
+    await served;
+    assert.equal(ended, true);
+  });
 });
