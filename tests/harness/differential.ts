@@ -213,7 +213,10 @@ export async function play(
         }
       } catch (e) {
         // The first failure ends the session; the comparison shows where.
-        out.push({ step: i, label: label(s), got: `(error: ${(e as Error).message})` });
+        // with the end of what the server printed, so a failure in CI says why
+        const said = running.output().slice(-1500).trim();
+        const why = said ? `; the server said: ${JSON.stringify(said)}` : "";
+        out.push({ step: i, label: label(s), got: `(error: ${(e as Error).message}${why})` });
         break;
       }
     }
