@@ -570,10 +570,10 @@ export class PgEngine implements Engine {
     return () => {
       this.#tubes.jobsMoved(turn);
       this.#serving.handOver(served, claimed, jobOut, (c) => this.#unclaim(c));
-      let began = false;
-      for (const r of reserves) began = this.#answer(r, claimed.get(r.c)!) || began;
+      let began = 0;
+      for (const r of reserves) if (this.#answer(r, claimed.get(r.c)!)) began++;
       const ms = dueRows?.[0]?.ms;
-      this.#serving.afterTurn(order, dueRows ? (ms === null ? null : Number(ms)) : undefined, began);
+      this.#serving.afterTurn(order, dueRows ? (ms === null ? null : Number(ms)) : undefined, began, turn.readied);
     };
   }
 
