@@ -99,6 +99,13 @@ export class PgEngine implements Engine {
   #reserves: ReserveReq[] = [];
   #deletes: DeleteReq[] = [];
   #ops: Op[] = [];
+  /**
+   * What a committed turn's ops found that its end, issued before their rows came, did
+   * not know: tubes readied (by a sweep, release, kick, ...), something due, tubes left
+   * empty. The next turn notifies, claims and forgets for them (a turn is asked for the
+   * first two; tubes left empty wait for one).
+   */
+  #late = { readied: new Set<string>(), due: false, emptied: new Set<string>() };
   readonly #ids: IdBlocks;
 
   #conns = 0;
@@ -485,9 +492,11 @@ export class PgEngine implements Engine {
 
   /** What gathered since the last turn, as one transaction's plan; undefined when there is nothing to do. */
   #plan(slot: number): Plan | undefined {
+    const late = this.#late;
     const work = this.#puts.length + this.#deletes.length + this.#reserves.length + this.#ops.length +
-      (this.#tubes.hasDrops ? 1 : 0);
+      (this.#tubes.hasDrops ? 1 : 0) + late.readied.size + (late.due ? 1 : 0);
     if (work === 0 && !this.#serving.wanted) return undefined;
+    this.#late = { readied: new Set(), due: false, emptied: new Set() };
     const order = this.#serving.take();
     const ops: Op[] = [this.#sweepOp(slot)];
     if (order.leaseDue) ops.push(this.#leaseOp());
@@ -507,21 +516,34 @@ export class PgEngine implements Engine {
     return {
       ops,
       end: (tx, turn) => {
+        // the last turn's late findings are this one's
+        for (const t of late.readied) turn.readied.add(t);
+        turn.due ||= late.due;
         // claims run again if the turn does: unmark the last attempt's
         for (const c of served) c.claiming = false;
         served = this.#serving.toServe(turn, order);
-        return this.#end(tx, turn, served, reserves, order).then((then) => () => {
+        return this.#end(tx, turn, served, reserves, order, late.emptied).then((then) => () => {
           then();
           dropsDone?.();
         });
       },
       failed: (e) => {
+        this.#relate(late);
         dropsDone?.();
         for (const r of reserves) r.reject(e);
         this.#error(`pg: transaction failed: ${message(e)}`);
         this.#serving.failed(order, served);
       },
     };
+  }
+
+  /** Late findings (of a committed turn, or of a failed one's plan) for the next turn. */
+  #relate(late: { readied: Iterable<string>; due: boolean; emptied: Iterable<string> }): void {
+    for (const t of late.readied) this.#late.readied.add(t);
+    for (const t of late.emptied) this.#late.emptied.add(t);
+    this.#late.due ||= late.due;
+    // tubes left empty wait for the next turn there is (at the latest the lease's): no turn of their own
+    if (this.#late.readied.size > 0 || this.#late.due) this.#runner.kick();
   }
 
   #sweepOp(slot: number): Op {
@@ -544,9 +566,12 @@ export class PgEngine implements Engine {
   }
 
   /**
-   * The end of a turn, in its transaction: forget tubes left empty, tell the other nodes
-   * what became ready, claim jobs for the waiting clients and this turn's reserves, learn
-   * when the next thing falls due. After COMMIT: hand the claimed jobs over.
+   * The end of a turn, in its transaction, behind the ops' statements (issued before
+   * their rows came: it knows of this turn's work what puts said and the last turn's
+   * late findings): forget tubes left empty, tell the other nodes what became ready,
+   * claim jobs for the waiting clients and this turn's reserves, learn when the next
+   * thing falls due. After COMMIT: hand the claimed jobs over; what the ops found that
+   * this did not know goes to the next turn (#late).
    */
   async #end(
     tx: Sql,
@@ -554,10 +579,13 @@ export class PgEngine implements Engine {
     served: PgClient[],
     reserves: ReserveReq[],
     order: ServeOrder,
+    emptiedBefore: ReadonlySet<string>,
   ): Promise<() => void> {
     const q = this.#q;
     const work: Promise<unknown>[] = [];
-    const emptied = [...turn.emptied].filter((n) => !this.#tubes.referenced(n));
+    const known = new Set(turn.readied);
+    const knownDue = turn.due;
+    const emptied = [...emptiedBefore].filter((n) => !this.#tubes.referenced(n));
     if (emptied.length > 0) work.push(tx.query(q.dropTubes, [emptied]));
     if (turn.readied.size > 0 || turn.due) work.push(tx.query(q.notify, [this.channel, this.#payload(turn)]));
     const claims = claimAll(tx, q, this.node, [...served, ...reserves.map((r) => r.c)]);
@@ -568,6 +596,11 @@ export class PgEngine implements Engine {
       Row[] | undefined,
     ];
     return () => {
+      this.#relate({
+        readied: [...turn.readied].filter((t) => !known.has(t)),
+        due: turn.due && !knownDue,
+        emptied: turn.emptied,
+      });
       this.#tubes.jobsMoved(turn);
       this.#serving.handOver(served, claimed, jobOut, (c) => this.#unclaim(c));
       let began = 0;

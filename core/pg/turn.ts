@@ -33,7 +33,11 @@ export interface Op<T = unknown> {
 /** A turn's work: its commands, then what runs after them in the same transaction. */
 export interface Plan {
   ops: Op[];
-  /** After every op's statements: more statements (notify, claims); what to do after COMMIT. */
+  /**
+   * Behind every op's statements, issued before their rows come (so it sees in `turn`
+   * only what the ops set before their first await): more statements (notify, claims);
+   * what to do after COMMIT, when `turn` holds all the ops found.
+   */
   end(tx: Sql, turn: TurnState): Promise<() => void>;
   /** The transaction failed for good (every op is rejected already). */
   failed(e: unknown): void;
@@ -108,29 +112,36 @@ export class TurnRunner {
 
   async #run(plan: Plan): Promise<void> {
     for (let attempt = 1;; attempt++) {
+      let running: Promise<(() => unknown)[]> | undefined;
       let ending: Promise<() => void> | undefined;
-      let thens: (() => unknown)[];
       try {
-        thens = await this.#sql.transaction(async (tx) => {
+        // One round trip: the commands' statements, the end's behind them (they see
+        // what the commands did; they know of it only what the ops said before their
+        // rows came), and COMMIT, all pipelined; the rows are read after COMMIT.
+        await this.#sql.transaction((tx) => {
           const turn = new TurnState();
-          const thens = await all(plan.ops.map((op) => op.run(tx, turn)));
-          // The end's statements are the transaction's last: COMMIT goes right behind
-          // them, pipelined, without waiting for their rows (a round trip less per turn).
+          running = all(plan.ops.map((op) => op.run(tx, turn)));
+          running.catch(() => {}); // observed below
           ending = plan.end(tx, turn);
-          ending.catch(() => {}); // observed below
-          return thens;
+          ending.catch(() => {});
+          return Promise.resolve();
         });
       } catch (caught) {
-        // a failed end statement makes COMMIT answer ROLLBACK: the statement's error is the cause
-        let e = caught;
-        if (ending) await ending.catch((why) => (e = why));
+        // a failed statement makes COMMIT answer ROLLBACK (and the statements after it
+        // fail as "aborted"): the first failed statement is the cause
+        let e: unknown = undefined;
+        if (running) await running.catch((why) => (e = why));
+        if (e === undefined && ending) await ending.catch((why) => (e = why));
+        e ??= caught;
         if (retryable(e) && attempt < MAX_ATTEMPTS) continue;
         return this.#fail(plan, e);
       }
-      // Committed (so never run again): the end's rows, then the answers in the order
-      // the commands came, then the turn's own end.
+      // Committed (so never run again): the rows, then the answers in the order the
+      // commands came, then the turn's own end.
+      let thens: (() => unknown)[];
       let end: () => void;
       try {
+        thens = await running!;
         end = await ending!;
       } catch (e) {
         return this.#fail(plan, e);
