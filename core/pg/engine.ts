@@ -34,6 +34,14 @@ import { NodeTubes } from "./node_tubes.ts";
 import { claimAll, deleteOp, type DeleteReq, internalOp, putOp, type PutReq } from "./merged.ts";
 import { jobOut, jobSnapshotOf, jobStatsOf, LIST_STATES, message } from "./views.ts";
 
+/**
+ * A node vacuums the jobs table itself after this many deletes, at most every
+ * VACUUM_EVERY_MS: autovacuum looks at a table once per `autovacuum_naptime` (a minute by
+ * default, a setting of the whole server), and a table whose rows are deleted as fast as
+ * they come fills its claim index with dead entries meanwhile (docs/pg.md#measured).
+ */
+const VACUUM_AFTER = 20_000;
+const VACUUM_EVERY_MS = 5_000;
 /** A NOTIFY payload is at most 8000 bytes; past this, "something is due" says enough. */
 const MAX_TUBES_PAYLOAD = 7000;
 /**
@@ -107,6 +115,10 @@ export class PgEngine implements Engine {
    */
   #late = { readied: new Set<string>(), due: false, emptied: new Set<string>() };
   readonly #ids: IdBlocks;
+  /** Deletes since this node last vacuumed the jobs table; whether it is vacuuming, since when. */
+  #deleted = 0;
+  #vacuuming = false;
+  #vacuumedAt = -Infinity;
 
   #conns = 0;
   #draining = false;
@@ -504,7 +516,11 @@ export class PgEngine implements Engine {
     const dropsDone = drops?.done;
     if (drops) ops.push(this.#dropOp(drops.names));
     if (this.#puts.length > 0) ops.push(putOp(this.#q, this.node, slot, this.#puts));
-    if (this.#deletes.length > 0) ops.push(deleteOp(this.#q, this.node, slot, this.#deletes));
+    if (this.#deletes.length > 0) {
+      ops.push(deleteOp(this.#q, this.node, slot, this.#deletes));
+      this.#deleted += this.#deletes.length;
+      this.#vacuum();
+    }
     ops.push(...this.#ops);
     const reserves = this.#reserves;
     this.#reserves = [];
@@ -544,6 +560,24 @@ export class PgEngine implements Engine {
     this.#late.due ||= late.due;
     // tubes left empty wait for the next turn there is (at the latest the lease's): no turn of their own
     if (this.#late.readied.size > 0 || this.#late.due) this.#runner.kick();
+  }
+
+  /** Vacuum the jobs table on the pool, beside the turns, when this node has deleted enough (VACUUM_AFTER). */
+  #vacuum(): void {
+    const now = this.clock.now();
+    if (this.#vacuuming || this.#closing || this.#deleted < VACUUM_AFTER || now - this.#vacuumedAt < VACUUM_EVERY_MS) {
+      return;
+    }
+    this.#vacuuming = true;
+    this.#deleted = 0;
+    this.#sql.query(this.#q.vacuum)
+      .catch((e) => {
+        if (!this.#closing) this.#error(`pg: could not vacuum the jobs table: ${message(e)}`);
+      })
+      .finally(() => {
+        this.#vacuuming = false;
+        this.#vacuumedAt = this.clock.now();
+      });
   }
 
   #sweepOp(slot: number): Op {
