@@ -521,6 +521,8 @@ export class PgEngine implements Engine {
       this.#deleted += this.#deletes.length;
       this.#vacuum();
     }
+    // the turn's own ops, puts and deletes issue their one statement at once; other commands may not
+    const pipelined = this.#ops.length === 0;
     ops.push(...this.#ops);
     const reserves = this.#reserves;
     this.#reserves = [];
@@ -531,6 +533,7 @@ export class PgEngine implements Engine {
     let served: PgClient[] = [];
     return {
       ops,
+      pipelined,
       end: (tx, turn) => {
         // the last turn's late findings are this one's
         for (const t of late.readied) turn.readied.add(t);

@@ -41,6 +41,13 @@ export interface Plan {
   end(tx: Sql, turn: TurnState): Promise<() => void>;
   /** The transaction failed for good (every op is rejected already). */
   failed(e: unknown): void;
+  /**
+   * Every op issues all its statements before its first await (one statement, or several
+   * at once): the end and COMMIT may then go right behind them, before their rows come (one
+   * round trip). Otherwise the end waits for the ops' rows: an op that issues a statement
+   * after reading another's rows must not have it come after COMMIT.
+   */
+  pipelined?: boolean;
 }
 
 /** Wait for every promise, then throw the first failure (so none is left unobserved). */
@@ -115,16 +122,17 @@ export class TurnRunner {
       let running: Promise<(() => unknown)[]> | undefined;
       let ending: Promise<() => void> | undefined;
       try {
-        // One round trip: the commands' statements, the end's behind them (they see
-        // what the commands did; they know of it only what the ops said before their
-        // rows came), and COMMIT, all pipelined; the rows are read after COMMIT.
-        await this.#sql.transaction((tx) => {
+        // One round trip when the plan is pipelined: the commands' statements, the end's
+        // behind them (they see what the commands did; they know of it only what the ops
+        // said before their rows came), and COMMIT, all pipelined; the rows are read
+        // after COMMIT. Otherwise two: the commands' rows, then the end and COMMIT.
+        await this.#sql.transaction(async (tx) => {
           const turn = new TurnState();
           running = all(plan.ops.map((op) => op.run(tx, turn)));
           running.catch(() => {}); // observed below
+          if (!plan.pipelined) await running;
           ending = plan.end(tx, turn);
           ending.catch(() => {});
-          return Promise.resolve();
         });
       } catch (caught) {
         // a failed statement makes COMMIT answer ROLLBACK (and the statements after it
