@@ -227,9 +227,24 @@ export async function runLoad(pool: Pool, server: Server, spec: RunSpec) {
 
 function splitClients(spec: RunSpec, i: number, n: number): Partial<RunSpec> {
   const share = (total: number) => Math.floor(total / n) + (i < total % n ? 1 : 0);
+  /** Where process i's share of `total` starts. */
+  const from = (total: number) => i * Math.floor(total / n) + Math.min(i, total % n);
   const out: Partial<RunSpec> = { clients: share(spec.clients) };
   if (spec.budget >= 0) out.budget = share(spec.budget);
   if (spec.producers !== undefined) out.producers = share(spec.producers);
+  if (spec.ports && n > 1) {
+    // each process gets its share of the producers' ports, then of the others'
+    const all = spec.ports.split(",");
+    const per = Array.from({ length: spec.clients }, (_, k) => all[k % all.length]!);
+    const np = spec.kind === "e2e" ? (spec.producers ?? Math.floor(spec.clients / 2)) : 0;
+    const prod = per.slice(0, np), rest = per.slice(np);
+    const mine = [
+      ...prod.slice(from(np), from(np) + share(np)),
+      ...rest.slice(from(rest.length), from(rest.length) + share(rest.length)),
+    ];
+    out.ports = mine.join(",");
+    out.clients = mine.length;
+  }
   if (spec.kind === "e2e" && n > 1) out.tube = `${spec.tube}-${i}`; // latency stamps are per process
   return out;
 }

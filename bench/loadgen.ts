@@ -99,7 +99,8 @@ async function doRun(id: number, spec: RunSpec) {
     : [[`use ${tube}`, `USING ${tube}`], [`watch ${tube}`, "WATCHING 2"], ["ignore default", "WATCHING 1"]];
   // connect and set up every client
   const clients = await openMany(spec.clients, 64, async (i) => {
-    const p = await plainConnect(spec.host, spec.port);
+    const ports = spec.ports ? spec.ports.split(",").map(Number) : [spec.port];
+    const p = await plainConnect(spec.host, ports[i % ports.length]!);
     await script(p, setup);
     const c = new Client(run, driver);
     c.producer = spec.kind === "e2e" && i < (spec.producers ?? Math.floor(spec.clients / 2));

@@ -18,6 +18,8 @@ export interface RunSpec {
   kind: "put" | "rd" | "e2e" | "mix";
   host: string;
   port: number;
+  /** Several nodes: connection i goes to ports[i % ports.length] (a comma-separated list for the native generator). */
+  ports?: string | undefined;
   clients: number;
   /** Commands in flight per connection (put/rd). */
   depth: number;

@@ -11,8 +11,10 @@
 //                          nothing; it only proves the bench still runs.
 //   --only NAME[,NAME]     run only these rows: put-1, put-50, put-50x16,
 //                          put-50x16-16k, rd-50x16, e2e-50, mix-50, mem-1m,
-//                          conns-10k, tubes-10k; "load" = the first 7, "scale" =
-//                          the last 3; "put*" = every name starting with "put"
+//                          conns-10k, tubes-10k, wake-1, put-50-sustained,
+//                          e2e-50-sustained; "load" = the first 7, "scale" =
+//                          mem-1m, conns-10k, tubes-10k, "pg" = the last 3;
+//                          "put*" = every name starting with "put"
 //   --targets A,B,...      default: beanstalkd, fixed-deno, deno, fixed-bun, bun,
 //                          then NAME+b and NAME+bf0 for beanstalkd, deno and bun:
 //                            fixed-deno, fixed-bun  the fixed-answer server of that
@@ -23,11 +25,23 @@
 //                                         rows put-50, put-50x16)
 //                            NAME+bf0     `-b <fresh dir> -f 0` (fsync before every ack;
 //                                         compared with beanstalkd+bf0; rows put-1,
-//                                         put-50, put-50x16)
+//                                         put-50, put-50x16, e2e-50)
 //                            NAME+pg      `--pg $BENCH_PG_URL --pg-schema <fresh>`: deno
 //                                         or bun over PostgreSQL (compared with
 //                                         beanstalkd+bf0; rows put-1, put-50,
-//                                         put-50x16, e2e-50); not in the default set
+//                                         put-50x16, e2e-50, wake-1 and the
+//                                         sustained rows); not in the default set
+//                            NAME+pg3     three such nodes on one schema, the
+//                                         connections spread over them (e2e and
+//                                         wake-1: producers on the first node, the
+//                                         workers on the others); rows put-50,
+//                                         e2e-50, wake-1 and the sustained rows
+//                            pgbench[:C[:B]]  what PostgreSQL itself allows: pgbench
+//                                         (Debian's postgresql package) running the
+//                                         engine's batched statements, C clients (6),
+//                                         B jobs per statement (25), on a schema a
+//                                         node made (bench/pgbench.ts); rows put-50,
+//                                         e2e-50 and the sustained rows
 //                            NAME=CMD...  any server command; -l/-p are appended
 //                            NAME@PORT/PID  a server already listening on
 //                                         127.0.0.1:PORT, process PID (left running;
@@ -37,6 +51,11 @@
 //   --duration SECONDS     seconds of load per workload (default 4)
 //   --warmup SECONDS       unrecorded load before each timed window (default 1, at
 //                          most 0.5 for reserve/delete; lets the Deno/Bun JIT settle)
+//   --seconds SECONDS      run the sustained rows (put-50-sustained,
+//                          e2e-50-sustained: one server for SECONDS, a row per
+//                          window with the jobs table's live and dead tuples and
+//                          vacuums, and the load average); not run without it
+//   --window SECONDS       the sustained rows' window (default 30)
 //   --json FILE            also write the results as JSON
 //   --client native|bun|deno  the load generator: native = bench/native/*.c, built
 //                          with cc at the start (the default); bun or deno =
@@ -47,7 +66,10 @@
 //   --no-pin               do not pin with taskset
 //   --nice N               run servers and generators at nice N (e.g. -10 as root,
 //                          so other work on the machine disturbs less; default 0)
-// Environment: BENCH_PG_URL=postgres://... (the database of the +pg targets),
+// Environment: BENCH_PG_URL=postgres://... or auto (a throwaway cluster for the run,
+// started as the tests start theirs: Debian's postgresql package) (the database of the +pg targets and
+// pgbench; each server gets a fresh schema, dropped when it stops; psql and pgbench
+// from Debian's postgresql package read the tables' figures and run pgbench),
 // BENCH_QUICK=1 (= --quick), BENCH_BEANSTALKD=PATH (another binary;
 // empty = run as if not installed), BENCH_CC=CMD (the C compiler; empty = none),
 // BENCH_TRANSPORT=node (the JS generator on node:net instead of Bun's sockets).
@@ -82,9 +104,11 @@ import { parseArgs } from "./options.ts";
 import { judge, render, si } from "./report.ts";
 import { type Row, RULES, type RunCfg, type Workload } from "./rows.ts";
 import { Server } from "./server.ts";
-import { makeTarget, type Target } from "./targets.ts";
+import { makeTarget, PG_URL_ENV, type Target } from "./targets.ts";
 import { LOAD_WORKLOADS } from "./workloads_load.ts";
 import { scaleWorkloads } from "./workloads_scale.ts";
+import { pgWorkloads } from "./workloads_pg.ts";
+import { pgbenchRows, pgbenchTarget } from "./pgbench.ts";
 
 function usage(msg: string): never {
   console.error(`bench: ${msg}\nsee the comment at the top of bench/main.ts for usage`);
@@ -108,7 +132,11 @@ async function runOne(cfg: RunCfg, pool: Pool, target: Target, w: Workload, rows
   let server: Server | undefined;
   const rowStart = performance.now();
   try {
-    if (cfg.quick) {
+    if (target.pgbench) {
+      rows.push(
+        ...(await pgbenchRows(cfg, target, w)),
+      );
+    } else if (cfg.quick) {
       server = shared.get(target) ?? new Server(target, cfg.tools);
       shared.set(target, server);
       if (!server.started) await server.start();
@@ -116,14 +144,17 @@ async function runOne(cfg: RunCfg, pool: Pool, target: Target, w: Workload, rows
       server = new Server(target, cfg.tools);
       await server.start();
     }
-    const got = await w.run({ cfg, pool, target, server });
-    if (server.exited) {
-      for (const r of got) {
-        r.status = "FAILED";
-        r.notes.push(`server ${server.exited}`);
+    if (server) {
+      const got = await w.run({ cfg, pool, target, server });
+      const exited = [server, ...server.others].find((s) => s.exited)?.exited;
+      if (exited) {
+        for (const r of got) {
+          r.status = "FAILED";
+          r.notes.push(`server ${exited}`);
+        }
       }
+      rows.push(...got);
     }
-    rows.push(...got);
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);
     const row: Row = { row: w.row, title: w.title, target: target.name, status: "FAILED", notes: [msg.slice(0, 400)] };
@@ -164,6 +195,25 @@ function pickGenerator(client: string | undefined, tools: Tools): { program: Gen
   return { program: { kind: client as "bun" | "deno" } };
 }
 
+/**
+ * BENCH_PG_URL=auto: a throwaway PostgreSQL cluster for this run (the tests' harness:
+ * initdb in a temporary directory, a free port, fsync and synchronous_commit on; as
+ * root it runs as the `postgres` user), stopped and removed when the run ends.
+ */
+async function throwawayPostgres(): Promise<void> {
+  const { startPostgres } = await import("../tests/harness/postgres.ts");
+  const pg = await startPostgres();
+  proc.env[PG_URL_ENV] = pg.url;
+  proc.on("exit", () => pg.stop());
+  for (const sig of ["SIGINT", "SIGTERM"]) {
+    proc.on(sig, () => {
+      pg.stop();
+      proc.exit(130);
+    });
+  }
+  console.log(`PostgreSQL: a throwaway cluster at ${pg.url} (BENCH_PG_URL=auto)`);
+}
+
 async function main() {
   const parsed = parseArgs(proc.argv.slice(2), proc.env, findTools(false, 0).ncpu);
   if (typeof parsed === "string") usage(parsed);
@@ -173,12 +223,14 @@ async function main() {
     proc.exit(0);
   }
   const tools = findTools(opts.pin, opts.nice);
-  const cfg: RunCfg = { quick: opts.quick, duration: opts.duration, warmup: opts.warmup, tools };
+  if (proc.env[PG_URL_ENV] === "auto") await throwawayPostgres();
+  const sustain = opts.seconds > 0 ? { seconds: opts.seconds, window: Math.min(opts.window, opts.seconds) } : undefined;
+  const cfg: RunCfg = { quick: opts.quick, duration: opts.duration, warmup: opts.warmup, tools, sustain };
   const targets = opts.targets.map((s) => {
-    const t = makeTarget(s, tools, opts.serverFlags);
+    const t = pgbenchTarget(s) ?? makeTarget(s, tools, opts.serverFlags);
     return typeof t === "string" ? usage(t) : t;
   });
-  const all = [...LOAD_WORKLOADS, ...scaleWorkloads(opts.quick)];
+  const all = [...LOAD_WORKLOADS, ...pgWorkloads(sustain), ...scaleWorkloads(opts.quick)];
   const wanted = (row: string, group: string) =>
     opts.only.length === 0 ||
     opts.only.some((o) => o === group || row === o || (o.endsWith("*") && row.startsWith(o.slice(0, -1))));
@@ -233,7 +285,9 @@ async function main() {
   const shared = new Map<Target, Server>();
   for (const w of workloads) {
     for (const t of targets) {
-      if (!t.missing && (!t.rows || t.rows.includes(w.row))) await runOne(cfg, pool, t, w, rows, shared);
+      // the rows of the PostgreSQL engine run on the targets that list them, or when named
+      const named = w.group !== "pg" || opts.only.includes(w.row);
+      if (!t.missing && (t.rows ? t.rows.includes(w.row) : named)) await runOne(cfg, pool, t, w, rows, shared);
     }
   }
   for (const s of shared.values()) await s.stop();

@@ -8,6 +8,9 @@ export interface Opts {
   serverFlags: Map<string, string[]>;
   duration: number;
   warmup: number;
+  /** The sustained rows' seconds (0: not run) and window. */
+  seconds: number;
+  window: number;
   json?: string;
   client?: string;
   /** Load generator processes; they share the generator core(s). */
@@ -50,6 +53,8 @@ const VALUED = [
   "--server-flags",
   "--duration",
   "--warmup",
+  "--seconds",
+  "--window",
   "--json",
   "--client",
   "--procs",
@@ -64,6 +69,8 @@ export function parseArgs(argv: string[], env: Record<string, string | undefined
     serverFlags: new Map(),
     duration: 4,
     warmup: 1,
+    seconds: 0,
+    window: 30,
     procs: defaultProcs(ncpu),
     pin: true,
     nice: 0,
@@ -107,6 +114,14 @@ export function parseArgs(argv: string[], env: Record<string, string | undefined
         o.warmup = Number(v);
         warmupSet = true;
         if (!(o.warmup >= 0)) return "--warmup wants a number of seconds";
+        break;
+      case "--seconds":
+        o.seconds = Number(v);
+        if (!(o.seconds > 0)) return "--seconds wants a positive number of seconds";
+        break;
+      case "--window":
+        o.window = Number(v);
+        if (!(o.window > 0)) return "--window wants a positive number of seconds";
         break;
       case "--json":
         o.json = v;

@@ -105,6 +105,8 @@ export interface Ctx {
 
 export interface RunCfg {
   quick: boolean;
+  /** The sustained rows (--seconds, --window); undefined: not run. */
+  sustain?: { seconds: number; window: number } | undefined;
   duration: number;
   warmup: number;
   tools: Tools;
@@ -113,7 +115,7 @@ export interface RunCfg {
 export interface Workload {
   row: string;
   title: string;
-  group: "load" | "scale";
+  group: "load" | "scale" | "pg";
   run(ctx: Ctx): Promise<Row[]>;
 }
 
@@ -171,10 +173,24 @@ export function loadSpec(
   return {
     host: HOST,
     port: ctx.server.port,
+    ports: nodePorts(ctx.server.ports, s.kind, s.clients, s.producers),
     duration: ctx.cfg.duration,
     warmup: s.duration === 0 ? 0 : ctx.cfg.warmup,
     budget: -1,
     sync: true,
     ...s,
   };
+}
+
+/**
+ * Several nodes (`NAME+pg3`): which node each connection goes to. e2e: the producers on
+ * the first node, the consumers on the others in turn; otherwise every node in turn.
+ * One node: undefined (all on `port`).
+ */
+export function nodePorts(ports: number[], kind: string, clients: number, producers?: number): string | undefined {
+  if (ports.length < 2) return undefined;
+  if (kind !== "e2e") return ports.join(",");
+  const p = producers ?? Math.floor(clients / 2);
+  const rest = ports.slice(1);
+  return Array.from({ length: clients }, (_, i) => (i < p ? ports[0]! : rest[(i - p) % rest.length]!)).join(",");
 }

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { ROOT, type Tools } from "./host.ts";
 import { DENO_V8_FLAGS } from "../adapters/deno_flags.ts";
+import { PG_URL_ENV } from "./psql.ts";
 
 /**
  * Log modes: `NAME+b` runs with `-b <fresh dir>`, `NAME+bf0` adds `-f 0` (fsync before
@@ -15,17 +16,21 @@ const VARIANT_FLAGS: Record<string, string[]> = {
   b: ["-b", "{dir}"],
   bf0: ["-b", "{dir}", "-f", "0"],
   pg: ["--pg", "{pg}", "--pg-schema", "{schema}"],
+  pg3: ["--pg", "{pg}", "--pg-schema", "{schema}"],
 };
+
+/** Nodes a log mode starts (on one schema; the load spread over them, bench/rows.ts nodePorts). */
+const VARIANT_NODES: Record<string, number> = { pg3: 3 };
 
 /** The rows each log mode runs: the workloads of issue 12 (the rest would only repeat the plain rows). */
 const VARIANT_ROWS: Record<string, string[]> = {
   b: ["put-50", "put-50x16"],
-  bf0: ["put-1", "put-50", "put-50x16"],
-  pg: ["put-1", "put-50", "put-50x16", "e2e-50"],
+  bf0: ["put-1", "put-50", "put-50x16", "e2e-50"],
+  pg: ["put-1", "put-50", "put-50x16", "e2e-50", "wake-1"],
+  pg3: ["put-50", "e2e-50", "wake-1", "put-50-sustained", "e2e-50-sustained"],
 };
 
-/** The database of the +pg targets (docs/pg.md): acknowledged means committed, as with -f 0. */
-export const PG_URL_ENV = "BENCH_PG_URL";
+export { PG_URL_ENV };
 
 /** What a fixed-answer server can answer: puts (and use/watch/ignore for setup). */
 export const CEILING_ROWS = ["put-1", "put-50", "put-50x16", "put-50x16-16k"];
@@ -46,6 +51,10 @@ export interface Target {
   isCeiling: boolean;
   /** Runtime of a tubeway or ceiling target ("" for beanstalkd and commands). */
   runtime: "deno" | "bun" | "";
+  /** pgbench with the engine's statements (bench/pgbench.ts), not a server. */
+  pgbench?: { clients: number; batch: number } | undefined;
+  /** Servers (nodes) it starts: NAME+pg3 starts 3 on one schema. */
+  nodes?: number | undefined;
   /** Rows this target runs; undefined = all. */
   rows?: string[] | undefined;
   /** A server that is already running (NAME@PORT/PID): measured as it is, never started or stopped. */
@@ -85,12 +94,13 @@ export function makeTarget(spec: string, t: Tools, serverFlags: Map<string, stri
     };
   }
   const [base = "", variant = ""] = spec.split("+");
-  if (variant && !VARIANT_FLAGS[variant]) return `unknown mode +${variant} in ${spec} (+b, +bf0, +pg)`;
-  if (variant === "pg" && base !== "deno" && base !== "bun") return `+pg is tubeway's (deno+pg, bun+pg), not ${base}'s`;
+  if (variant && !VARIANT_FLAGS[variant]) return `unknown mode +${variant} in ${spec} (+b, +bf0, +pg, +pg3)`;
+  const pg = variant === "pg" || variant === "pg3";
+  if (pg && base !== "deno" && base !== "bun") return `+${variant} is tubeway's (deno+pg, bun+pg3, ...), not ${base}'s`;
   const flags = [...(VARIANT_FLAGS[variant] ?? []), ...(serverFlags.get(spec) ?? [])];
   const rows = variant ? VARIANT_ROWS[variant] : undefined;
   // +pg acknowledges after COMMIT: beanstalkd's durable mode (-b -f 0) is its peer.
-  const baseline = variant === "pg" ? "beanstalkd+bf0" : variant ? `beanstalkd+${variant}` : "beanstalkd";
+  const baseline = pg ? "beanstalkd+bf0" : variant ? `beanstalkd+${variant}` : "beanstalkd";
   const serverTs = join(ROOT, "server.ts");
   switch (base) {
     case "beanstalkd":
@@ -118,11 +128,12 @@ export function makeTarget(spec: string, t: Tools, serverFlags: Map<string, stri
         isCeiling: false,
         runtime: base,
         rows,
+        nodes: VARIANT_NODES[variant],
         missing: !argv
           ? `${base} not found`
           : !existsSync(serverTs)
           ? "server.ts does not exist"
-          : variant === "pg" && !process.env[PG_URL_ENV]
+          : pg && !process.env[PG_URL_ENV]
           ? `${PG_URL_ENV} is not set (a PostgreSQL database for +pg)`
           : undefined,
       };

@@ -99,6 +99,7 @@ typedef struct Group {
   int id;
   char host[64];
   int port, n, opened, ready, par, failed;
+  int *ports, nports; // run: connection i goes to ports[i % nports] (several nodes); none: to port
   char **cmds, **wants; // a want of "" accepts any reply
   int ncmds;
   char *tail;

@@ -236,6 +236,14 @@ void op_run(const Msg *m) {
   g_runs = r;
   Group *g = group_new(G_RUN, r->id, msg_get(m, "host"), (int)msg_num(m, "port", 0), clients, 64);
   g->run = r;
+  const char *ports = msg_get(m, "ports"); // "p0,p1,...": connection i to ports[i % n]
+  for (const char *p = ports; p && *p;) {
+    g->ports = realloc(g->ports, (size_t)(g->nports + 1) * sizeof *g->ports);
+    if (!g->ports) abort();
+    g->ports[g->nports++] = atoi(p);
+    p = strchr(p, ',');
+    if (p) p++;
+  }
   if (strcmp(tube, "default")) {
     char cmd[160], want[160];
     snprintf(cmd, sizeof cmd, "use %s", tube);

@@ -62,6 +62,7 @@ static void group_free(Group *g) {
   free(g->wants);
   free(g->tail);
   free(g->conns);
+  free(g->ports);
   buf_free(&g->errors);
   free(g);
 }
@@ -69,7 +70,8 @@ static void group_free(Group *g) {
 static void open_more(Group *g) {
   while (!g->failed && g->opened < g->n && g->opened - g->ready < g->par) {
     char err[200];
-    Conn *c = conn_open(g->host, g->port, err, sizeof err);
+    int port = g->nports ? g->ports[g->opened % g->nports] : g->port;
+    Conn *c = conn_open(g->host, port, err, sizeof err);
     if (!c) return group_fail(g, err);
     c->group = g;
     c->idx = g->opened;

@@ -40,6 +40,14 @@ import { jobOut, jobSnapshotOf, jobStatsOf, LIST_STATES, message } from "./views
 import { PgExtensions } from "./extensions.ts";
 import { extStatements } from "./ext_statements.ts";
 
+/**
+ * A node vacuums the jobs table itself after this many deletes, at most every
+ * VACUUM_EVERY_MS: autovacuum looks at a table once per `autovacuum_naptime` (a minute by
+ * default, a setting of the whole server), and a table whose rows are deleted as fast as
+ * they come fills its claim index with dead entries meanwhile (docs/pg.md#measured).
+ */
+const VACUUM_AFTER = 20_000;
+const VACUUM_EVERY_MS = 5_000;
 /** A NOTIFY payload is at most 8000 bytes; past this, "something is due" says enough. */
 const MAX_TUBES_PAYLOAD = 7000;
 /**
@@ -125,9 +133,20 @@ export class PgEngine implements Engine {
   #reserves: ReserveReq[] = [];
   #deletes: DeleteReq[] = [];
   #ops: Op[] = [];
+  /**
+   * What a committed turn's ops found that its end, issued before their rows came, did
+   * not know: tubes readied (by a sweep, release, kick, ...), something due, tubes left
+   * empty. The next turn notifies, claims and forgets for them (a turn is asked for the
+   * first two; tubes left empty wait for one).
+   */
+  #late = { readied: new Set<string>(), due: false, emptied: new Set<string>() };
   readonly #ids: IdBlocks;
   /** The extension commands (extensions.ts). */
   readonly #ext: PgExtensions;
+  /** Deletes since this node last vacuumed the jobs table; whether it is vacuuming, since when. */
+  #deleted = 0;
+  #vacuuming = false;
+  #vacuumedAt = -Infinity;
 
   #conns = 0;
   #draining = false;
@@ -668,9 +687,11 @@ export class PgEngine implements Engine {
 
   /** What gathered since the last turn, as one transaction's plan; undefined when there is nothing to do. */
   #plan(slot: number): Plan | undefined {
+    const late = this.#late;
     const work = this.#puts.length + this.#deletes.length + this.#reserves.length + this.#ops.length +
-      (this.#tubes.hasDrops ? 1 : 0);
+      (this.#tubes.hasDrops ? 1 : 0) + late.readied.size + (late.due ? 1 : 0);
     if (work === 0 && !this.#serving.wanted) return undefined;
+    this.#late = { readied: new Set(), due: false, emptied: new Set() };
     const order = this.#serving.take();
     const ops: Op[] = [this.#sweepOp(slot)];
     if (order.leaseDue) ops.push(this.#leaseOp());
@@ -678,8 +699,14 @@ export class PgEngine implements Engine {
     const dropsDone = drops?.done;
     if (drops) ops.push(this.#dropOp(drops.names));
     if (this.#puts.length > 0) ops.push(putOp(this.#q, this.node, slot, this.#puts));
-    if (this.#deletes.length > 0) ops.push(deleteOp(this.#q, this.node, slot, this.#deletes));
+    if (this.#deletes.length > 0) {
+      ops.push(deleteOp(this.#q, this.node, slot, this.#deletes));
+      this.#deleted += this.#deletes.length;
+      this.#vacuum();
+    }
     const commands = this.#puts.length + this.#deletes.length + this.#reserves.length + this.#ops.length;
+    // the turn's own ops, puts and deletes issue their one statement at once; other commands may not
+    const pipelined = this.#ops.length === 0;
     ops.push(...this.#ops);
     const reserves = this.#reserves;
     this.#reserves = [];
@@ -691,16 +718,21 @@ export class PgEngine implements Engine {
     return {
       ops,
       commands,
+      pipelined,
       end: (tx, turn) => {
+        // the last turn's late findings are this one's
+        for (const t of late.readied) turn.readied.add(t);
+        turn.due ||= late.due;
         // claims run again if the turn does: unmark the last attempt's
         for (const c of served) c.claiming = false;
         served = this.#serving.toServe(turn, order);
-        return this.#end(tx, turn, served, reserves, order).then((then) => () => {
+        return this.#end(tx, turn, served, reserves, order, late.emptied).then((then) => () => {
           then();
           dropsDone?.();
         });
       },
       failed: (e) => {
+        this.#relate(late);
         dropsDone?.();
         for (const r of reserves) r.reject(e);
         // a database away is logged once, when it goes (#away)
@@ -708,6 +740,33 @@ export class PgEngine implements Engine {
         this.#serving.failed(order, served);
       },
     };
+  }
+
+  /** Late findings (of a committed turn, or of a failed one's plan) for the next turn. */
+  #relate(late: { readied: Iterable<string>; due: boolean; emptied: Iterable<string> }): void {
+    for (const t of late.readied) this.#late.readied.add(t);
+    for (const t of late.emptied) this.#late.emptied.add(t);
+    this.#late.due ||= late.due;
+    // tubes left empty wait for the next turn there is (at the latest the lease's): no turn of their own
+    if (this.#late.readied.size > 0 || this.#late.due) this.#runner.kick();
+  }
+
+  /** Vacuum the jobs table on the pool, beside the turns, when this node has deleted enough (VACUUM_AFTER). */
+  #vacuum(): void {
+    const now = this.clock.now();
+    if (this.#vacuuming || this.#closing || this.#deleted < VACUUM_AFTER || now - this.#vacuumedAt < VACUUM_EVERY_MS) {
+      return;
+    }
+    this.#vacuuming = true;
+    this.#deleted = 0;
+    this.#sql.query(this.#q.vacuum)
+      .catch((e) => {
+        if (!this.#closing) this.#error(`pg: could not vacuum the jobs table: ${message(e)}`);
+      })
+      .finally(() => {
+        this.#vacuuming = false;
+        this.#vacuumedAt = this.clock.now();
+      });
   }
 
   #sweepOp(slot: number): Op {
@@ -735,9 +794,12 @@ export class PgEngine implements Engine {
   }
 
   /**
-   * The end of a turn, in its transaction: forget tubes left empty, tell the other nodes
-   * what became ready, claim jobs for the waiting clients and this turn's reserves, learn
-   * when the next thing falls due. After COMMIT: hand the claimed jobs over.
+   * The end of a turn, in its transaction, behind the ops' statements (issued before
+   * their rows came: it knows of this turn's work what puts said and the last turn's
+   * late findings): forget tubes left empty, tell the other nodes what became ready,
+   * claim jobs for the waiting clients and this turn's reserves, learn when the next
+   * thing falls due. After COMMIT: hand the claimed jobs over; what the ops found that
+   * this did not know goes to the next turn (#late).
    */
   async #end(
     tx: Sql,
@@ -745,10 +807,13 @@ export class PgEngine implements Engine {
     served: PgClient[],
     reserves: ReserveReq[],
     order: ServeOrder,
+    emptiedBefore: ReadonlySet<string>,
   ): Promise<() => void> {
     const q = this.#q;
     const work: Promise<unknown>[] = [];
-    const emptied = [...turn.emptied].filter((n) => !this.#tubes.referenced(n));
+    const known = new Set(turn.readied);
+    const knownDue = turn.due;
+    const emptied = [...emptiedBefore].filter((n) => !this.#tubes.referenced(n));
     if (emptied.length > 0) work.push(tx.query(q.dropTubes, [emptied]));
     if (turn.readied.size > 0 || turn.due) work.push(tx.query(q.notify, [this.channel, this.#payload(turn)]));
     const claims = claimAll(tx, q, this.node, [...served, ...reserves.map((r) => r.c)]);
@@ -759,12 +824,17 @@ export class PgEngine implements Engine {
       Row[] | undefined,
     ];
     return () => {
+      this.#relate({
+        readied: [...turn.readied].filter((t) => !known.has(t)),
+        due: turn.due && !knownDue,
+        emptied: turn.emptied,
+      });
       this.#tubes.jobsMoved(turn);
       this.#serving.handOver(served, claimed, jobOut, (c) => this.#unclaim(c));
-      let began = false;
-      for (const r of reserves) began = this.#answer(r, claimed.get(r.c)!) || began;
+      let began = 0;
+      for (const r of reserves) if (this.#answer(r, claimed.get(r.c)!)) began++;
       const ms = dueRows?.[0]?.ms;
-      this.#serving.afterTurn(order, dueRows ? (ms === null ? null : Number(ms)) : undefined, began);
+      this.#serving.afterTurn(order, dueRows ? (ms === null ? null : Number(ms)) : undefined, began, turn.readied);
     };
   }
 

@@ -68,12 +68,13 @@ export function putOp(q: Statements, node: number, slot: number, puts: PutReq[])
   ];
   return {
     run: async (tx, turn) => {
-      await tx.query(q.put, params);
+      // known before the rows come: the turn's end (issued behind this) claims and notifies for them
       for (const p of puts) {
         turn.filled.add(p.tube);
         if (p.delayMs > 0) turn.due = true;
         else turn.readied.add(p.tube);
       }
+      await tx.query(q.put, params);
       return () => undefined;
     },
     resolve: () => {

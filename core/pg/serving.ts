@@ -18,6 +18,10 @@ export interface ServeOrder {
   leaseDue: boolean;
   /** NOTIFYs heard when the turn was planned. */
   heardAt: number;
+  /** Turns of this node that readied jobs, committed when the turn was planned. */
+  readiedAt: number;
+  /** Waits begun when the turn was planned. */
+  beganAt: number;
 }
 
 export class Serving {
@@ -30,6 +34,10 @@ export class Serving {
   #serveTubes = new Set<string>();
   /** NOTIFYs heard so far: a turn that began a wait checks whether one came meanwhile. */
   #heardSeq = 0;
+  /** This node's turns that readied jobs, committed so far. */
+  #readiedSeq = 0;
+  /** Waits begun so far. */
+  #beganSeq = 0;
   #timer: TimerHandle | undefined;
   #timerAt = Infinity;
   /** When something in the database falls due (monotonic ms; known while clients wait). */
@@ -58,6 +66,8 @@ export class Serving {
       serveTubes: this.#serveTubes,
       leaseDue: this.#leaseDue,
       heardAt: this.#heardSeq,
+      readiedAt: this.#readiedSeq,
+      beganAt: this.#beganSeq,
     };
     this.#serveAll = false;
     this.#serveTubes = new Set();
@@ -114,6 +124,7 @@ export class Serving {
   begin(c: PgClient, timeoutMs: number, soonMs: number, dueMs: number): void {
     const now = this.#clock.now();
     if (now + dueMs < this.#dueAt) this.#dueAt = now + Math.max(0, dueMs);
+    this.#beganSeq++;
     this.waiters.begin(c, now, timeoutMs, soonMs);
     this.#arm();
   }
@@ -127,16 +138,25 @@ export class Serving {
 
   /**
    * After a turn's COMMIT and hand-over: when the next thing falls due (`dueMs` as its
-   * end measured it, if it did), and whether a client that began waiting in it may have
-   * missed a NOTIFY meanwhile.
+   * end measured it, if it did), and whether a wait and a readied job passed each other
+   * in two transactions in flight at once. `began` clients began waiting in this turn,
+   * whose claims may have run before a NOTIFY's or another turn's of this node's jobs
+   * were committed; `readied` tubes got ready jobs in it, whose claims could not serve a
+   * client whose wait began in another turn after they ran.
    */
-  afterTurn(order: ServeOrder, dueMs: number | null | undefined, began: boolean): void {
+  afterTurn(order: ServeOrder, dueMs: number | null | undefined, began: number, readied: ReadonlySet<string>): void {
     if (dueMs !== undefined) {
       const at = dueMs === null ? Infinity : this.#clock.now() + Math.max(0, dueMs);
       this.#dueAt = Math.min(this.#dueAt, at);
     }
-    if (began && this.#heardSeq !== order.heardAt) this.#serveAll = true;
-    if (this.#serveAll) this.#kick();
+    if (began > 0 && (this.#heardSeq !== order.heardAt || this.#readiedSeq !== order.readiedAt)) {
+      this.#serveAll = true;
+    }
+    if (readied.size > 0) {
+      this.#readiedSeq++;
+      if (this.#beganSeq - began !== order.beganAt) { for (const t of readied) this.#serveTubes.add(t); }
+    }
+    if (this.#serveAll || (this.#serveTubes.size > 0 && this.waiters.size > 0)) this.#kick();
     this.#arm();
   }
 

@@ -231,6 +231,12 @@ export function statements(S: string) {
     /** Ms until the next delayed job is due, a TTR ends or a pause ends, anywhere; null when nothing is. */
     due: `select ${dueMs} as ms`,
     notify: "select pg_notify($1, $2)",
+    /**
+     * The jobs table's dead rows and dead index entries gone (engine.ts #vacuum): a claim
+     * walks its tube's ready index from the head, where the deleted jobs' entries pile up.
+     * skip_locked: a vacuum another node runs is enough.
+     */
+    vacuum: `vacuum (skip_locked) ${S}.jobs`,
     /** Up to $3 jobs of tube $1 in state $2, in serving order, after the first $4 (list-jobs, the dashboard). */
     listJobs: `select id::float8 as id, pri::float8 as pri, delay_ms::float8 as delay_ms, ttr_ms::float8 as ttr_ms,
         reserves, timeouts, releases, buries, kicks, -${msUntil("created_at")} as age_ms,

@@ -38,12 +38,23 @@ export interface Op<T = unknown> {
 /** A turn's work: its commands, then what runs after them in the same transaction. */
 export interface Plan {
   ops: Op[];
-  /** After every op's statements: more statements (notify, claims); what to do after COMMIT. */
+  /**
+   * Behind every op's statements, issued before their rows come (so it sees in `turn`
+   * only what the ops set before their first await): more statements (notify, claims);
+   * what to do after COMMIT, when `turn` holds all the ops found.
+   */
   end(tx: Sql, turn: TurnState): Promise<() => void>;
   /** The transaction failed for good (every op is rejected already). */
   failed(e: unknown): void;
   /** Commands the plan carries, for the metrics (default: its ops). */
   commands?: number;
+  /**
+   * Every op issues all its statements before its first await (one statement, or several
+   * at once): the end and COMMIT may then go right behind them, before their rows come (one
+   * round trip). Otherwise the end waits for the ops' rows (an op may issue a statement
+   * after reading another's rows, which must not come after COMMIT).
+   */
+  pipelined?: boolean;
 }
 
 /** Wait for every promise, then throw the first failure (so none is left unobserved). */
@@ -239,20 +250,32 @@ export class TurnRunner {
     for (let attempt = 1;; attempt++) {
       const started = w?.clock.now() ?? 0;
       const m = this.#metrics;
+      let running: Promise<(() => unknown)[]> | undefined;
+      let ending: Promise<() => void> | undefined;
+      /** The first statement that failed (of the commands', else of the end's), once it has. */
+      let runFailed: unknown, endFailed: unknown;
+      let answered = 0;
       try {
         const stop = new AbortController();
+        // One round trip when the plan is pipelined: the commands' statements, the end's
+        // behind them (they see what the commands did; they know of it only what the ops
+        // said before their rows came), and COMMIT, all pipelined; the rows are read
+        // after COMMIT. Otherwise two: the commands' rows, then the end and COMMIT.
         const tx = this.#sql.transaction(async (tx) => {
           const start = m?.begin() ?? 0, turn = new TurnState();
-          const thens = await all(plan.ops.map((op) => op.run(tx, turn)));
-          return { thens, end: await plan.end(tx, turn), answered: m?.answered(start) ?? 0 };
+          running = all(plan.ops.map((op) => op.run(tx, turn)));
+          running.catch((why) => (runFailed ??= why));
+          if (!plan.pipelined) await running;
+          ending = plan.end(tx, turn);
+          ending.then(() => (answered = m?.answered(start) ?? 0), (why) => (endFailed ??= why));
         }, stop.signal);
         // A transaction may hang (no host reachable, or only standbys while one is
         // promoted), or be stuck on a connection that died under it: past the bound,
         // once the database is known to be away (or long after, if nothing told), or
         // once the database is back while it is not, it is told to send nothing more,
         // and answered.
-        const { thens, end, answered } = w
-          ? await bounded(
+        await (w
+          ? bounded(
             w.clock,
             tx,
             (now) => stuck(w, started, deadline, now, HANG_MS),
@@ -262,24 +285,12 @@ export class TurnRunner {
               return gaveUp(w.waitMs, last, true);
             },
           )
-          : await tx;
-        m?.committed(answered, plan.commands ?? plan.ops.length);
-        w?.health.back();
-        // Committed: answer in the order the commands came, then the turn's own end.
-        for (let i = 0; i < thens.length; i++) {
-          const op = plan.ops[i]!;
-          let value: unknown;
-          try {
-            value = thens[i]!();
-          } catch (e) {
-            op.reject(e);
-            continue;
-          }
-          op.resolve(value);
-        }
-        end();
-        return;
-      } catch (e) {
+          : tx);
+      } catch (caught) {
+        // a failed statement makes COMMIT answer ROLLBACK (and the statements after it
+        // fail as "aborted"): the first failed statement is the cause (its answer came
+        // before COMMIT's; a statement never answered is not waited for)
+        const e = runFailed ?? endFailed ?? caught;
         if (retryable(e) && attempt < MAX_ATTEMPTS) {
           m?.failed(true);
           continue;
@@ -295,10 +306,38 @@ export class TurnRunner {
           }
         }
         m?.failed(false);
-        for (const op of plan.ops) op.reject(e);
-        plan.failed(e);
-        return;
+        return this.#fail(plan, e);
       }
+      // Committed (so never run again): the rows, then the answers in the order the
+      // commands came, then the turn's own end.
+      let thens: (() => unknown)[];
+      let end: () => void;
+      try {
+        thens = await running!;
+        end = await ending!;
+      } catch (e) {
+        return this.#fail(plan, e);
+      }
+      m?.committed(answered, plan.commands ?? plan.ops.length);
+      w?.health.back();
+      for (let i = 0; i < thens.length; i++) {
+        const op = plan.ops[i]!;
+        let value: unknown;
+        try {
+          value = thens[i]!();
+        } catch (e) {
+          op.reject(e);
+          continue;
+        }
+        op.resolve(value);
+      }
+      end();
+      return;
     }
+  }
+
+  #fail(plan: Plan, e: unknown): void {
+    for (const op of plan.ops) op.reject(e);
+    plan.failed(e);
   }
 }

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { BUN, ROOT } from "../harness/paths.ts";
 import { findCc } from "../../bench/native.ts";
 import { BEANSTALKD } from "../harness/targets.ts";
+import { skipWithoutPostgres } from "../harness/postgres.ts";
 
 /** Rows of each mode of the default run, for beanstalkd (when installed), deno and bun. */
 const MODES: [string, string[]][] = [
@@ -28,7 +29,7 @@ const MODES: [string, string[]][] = [
     "tubes-10k",
   ]],
   ["+b", ["put-50", "put-50x16"]],
-  ["+bf0", ["put-1", "put-50", "put-50x16"]],
+  ["+bf0", ["put-1", "put-50", "put-50x16", "e2e-50"]],
 ];
 const CEILING_ROWS = ["put-1", "put-50", "put-50x16", "put-50x16-16k"];
 
@@ -85,6 +86,43 @@ it(
     assert.match(out, /load generator: \d+× bun \(JS fallback\)/, out);
     assert.match(out, /note: load generator: the JS fallback on bun, no native one/, out);
     for (const row of rows.split(",")) assert.match(out, new RegExp(`^${row}\\b[^\\n]*?\\sbun\\s`, "m"), out);
+    assert.doesNotMatch(out, /FAILED/, out);
+  },
+);
+
+it(
+  "bench/main.ts --quick runs the PostgreSQL rows: one node, three nodes, pgbench, the sustained windows",
+  { timeout: 120_000, skip: skipWithoutPostgres },
+  () => {
+    const r = spawnSync(
+      BUN,
+      [
+        "run",
+        join(ROOT, "bench", "main.ts"),
+        "--quick",
+        "--targets",
+        "bun+pg,deno+pg3,pgbench:2:10",
+        "--only",
+        "put-50,e2e-50,pg",
+        "--seconds",
+        "0.4",
+        "--window",
+        "0.2",
+      ],
+      { cwd: ROOT, encoding: "utf8", timeout: 110_000, env: { ...process.env, BENCH_PG_URL: "auto" } },
+    );
+    const out = `${r.stdout}\n${r.stderr}`;
+    assert.equal(r.status, 0, out);
+    const expect = (target: string, row: string) => {
+      const t = target.replace(/[+]/g, "\\+");
+      assert.match(out, new RegExp(`^${row}\\s[^\\n]*?\\s${t}\\s`, "m"), `no ${row} row for ${target}:\n${out}`);
+    };
+    for (const row of ["put-50", "e2e-50", "wake-1"]) expect("bun+pg", row);
+    for (const row of ["put-50", "e2e-50", "wake-1", "put-50-sustained 0-0.2s", "e2e-50-sustained 0.2-0.4s"]) {
+      expect("deno+pg3", row);
+    }
+    for (const row of ["put-50", "e2e-50"]) expect("pgbench:2:10", row);
+    assert.match(out, /jobs table: live \d+, dead \d+/, out);
     assert.doesNotMatch(out, /FAILED/, out);
   },
 );
