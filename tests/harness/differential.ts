@@ -213,10 +213,11 @@ export async function play(
         }
       } catch (e) {
         // The first failure ends the session; the comparison shows where.
-        // with the end of what the server printed, so a failure in CI says why
+        out.push({ step: i, label: label(s), got: `(error: ${(e as Error).message})` });
+        // and what the server printed, so that a failure in CI says why (not in the
+        // comparison: some sessions end with an error on every server, beanstalkd too)
         const said = running.output().slice(-1500).trim();
-        const why = said ? `; the server said: ${JSON.stringify(said)}` : "";
-        out.push({ step: i, label: label(s), got: `(error: ${(e as Error).message}${why})` });
+        if (said) console.error(`${target.name}, "${session.name}", step ${i}: the server said:\n${said}`);
         break;
       }
     }
