@@ -229,8 +229,11 @@ async function transaction<T>(
   // begin() uses too (the connection comes to a statement's onexecute). The pool connects
   // it again.
   let lost: unknown;
+  /** The first statement of the transaction that failed: why COMMIT answers ROLLBACK. */
+  let first: unknown;
   const failed = (e: unknown, commitSent: boolean): unknown => {
     const t = translate(e, commitSent);
+    if (!commitSent) first ??= t;
     const fatal = e instanceof postgres.PostgresError && (e.severity === "FATAL" || e.severity === "PANIC");
     if (t instanceof DatabaseAway || fatal) lost ??= t;
     return t;
@@ -276,8 +279,10 @@ async function transaction<T>(
     } catch (e) {
       throw failed(e, true);
     }
-    // COMMIT of a transaction that failed answers ROLLBACK
-    if (done.command !== "COMMIT") throw new Error(`COMMIT answered ${done.command}`);
+    // COMMIT of a transaction that failed answers ROLLBACK: the cause is its first failed
+    // statement (answered before COMMIT, so known by now), e.g. a read-only standby's
+    // 25006 when the statements were pipelined up to COMMIT without reading their rows
+    if (done.command !== "COMMIT") throw first ?? new Error(`COMMIT answered ${done.command}`);
     return result;
   } finally {
     busy.reserved--;
