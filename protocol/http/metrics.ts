@@ -148,24 +148,33 @@ export async function* metricChunks(
     return f;
   };
   const now = e.clock.now();
-  const g = await e.stats();
+  // An engine over a database that is away (--pg) cannot count its jobs now: the node's own
+  // figures still go out (connections, commands, the database's state), without the job
+  // and tube samples, rather than no scrape at all. A database known away is not waited for.
+  const db0 = e.metrics().database;
+  const g = db0 && !db0.available ? undefined : await Promise.resolve().then(() => e.stats()).catch(() => undefined);
   const c = src.counters;
 
   fam("beanstalkd_up", "gauge", "1 while the server answers.").add("", 1);
   fam("beanstalkd_uptime_seconds", "gauge", "Seconds since the server started.")
     .add("", Math.floor((now - src.startedAtMs) / 1000));
-  fam("beanstalkd_draining", "gauge", "1 in drain mode (puts are refused).").add("", g.draining ? 1 : 0);
+  fam("beanstalkd_draining", "gauge", "1 in drain mode (puts are refused).").add("", e.draining ? 1 : 0);
   const jobs = fam("beanstalkd_jobs", "gauge", "Jobs by state (urgent: ready with pri < 1024).");
-  for (const s of ["urgent", "ready", "reserved", "delayed", "buried"] as const) jobs.add(`{state="${s}"}`, g[s]);
-  fam("beanstalkd_jobs_total", "counter", "Jobs created by put since start.").add("", g.totalJobs);
-  fam("beanstalkd_job_timeouts_total", "counter", "Reservations that ran out of TTR.").add("", g.jobTimeouts);
+  const total = fam("beanstalkd_jobs_total", "counter", "Jobs created by put since start.");
+  const timeouts = fam("beanstalkd_job_timeouts_total", "counter", "Reservations that ran out of TTR.");
+  if (g) {
+    for (const s of ["urgent", "ready", "reserved", "delayed", "buried"] as const) jobs.add(`{state="${s}"}`, g[s]);
+    total.add("", g.totalJobs);
+    timeouts.add("", g.jobTimeouts);
+  }
   const conns = fam("beanstalkd_connections", "gauge", "Open connections by role.");
   conns.add(`{role="current"}`, c.connections);
   conns.add(`{role="producers"}`, c.producers);
   conns.add(`{role="workers"}`, c.workers);
-  conns.add(`{role="waiting"}`, g.waiting);
+  if (g) conns.add(`{role="waiting"}`, g.waiting);
   fam("beanstalkd_connections_total", "counter", "Connections accepted since start.").add("", c.totalConnections);
-  fam("beanstalkd_tubes_current", "gauge", "Tubes that exist now.").add("", g.tubes);
+  const tubesNow = fam("beanstalkd_tubes_current", "gauge", "Tubes that exist now.");
+  if (g) tubesNow.add("", g.tubes);
   const cmds = fam("beanstalkd_commands_total", "counter", "Commands received, by command.");
   CMD_KEYS.forEach((k, i) => cmds.add(`{command="${k}"}`, c.cmd[i]!));
   // the extension commands (issue 19): here, never in stock `stats`
@@ -173,7 +182,7 @@ export async function* metricChunks(
   yield fams.map((f) => f.text()).join("");
   fams.length = 0;
 
-  const names = await e.tubeNames();
+  const names = g ? await e.tubeNames() : [];
   /** Each slice's snapshots, asked for when the first family reaches the slice. */
   const slices: { tubes: TubeSnapshot[]; labels: string[] }[] = [];
   for (const f of TUBE_FAMILIES) {
@@ -185,7 +194,10 @@ export async function* metricChunks(
         await pause();
       }
       if (slices[k] === undefined) {
-        const tubes = await e.tubes(names.slice(from, from + TUBES_PER_SLICE));
+        // the database went away meanwhile: this slice without samples
+        const tubes: TubeSnapshot[] = await Promise.resolve()
+          .then(() => e.tubes(names.slice(from, from + TUBES_PER_SLICE)))
+          .catch(() => []);
         slices[k] = { tubes, labels: tubes.map((t) => `tube="${labelValue(t.name)}"`) };
       }
       const s = slices[k]!;
@@ -245,7 +257,7 @@ export async function* metricChunks(
   }
   const health = m.log;
   fam("tubeway_binlog_enabled", "gauge", "1 when jobs are logged (-b).").add("", health ? 1 : 0);
-  if (health) {
+  if (health && g) {
     const ws = g.binlog;
     fam("tubeway_binlog_written_bytes_total", "counter", "Bytes appended to the log.").add("", health.bytesWritten);
     fam("tubeway_binlog_records_written_total", "counter", "Records written to the log.").add("", ws.recordsWritten);

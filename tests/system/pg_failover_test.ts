@@ -67,6 +67,11 @@ function idsIn(pg: ControlledPostgres, schema: string): Set<number> {
   return new Set(out === "" ? [] : out.split("\n").map(Number));
 }
 
+/** The value of an unlabelled sample in a /metrics text (NaN when absent). */
+function metric(text: string, name: string): number {
+  return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+}
+
 function once(text: string, what: RegExp): number {
   return text.split("\n").filter((l) => what.test(l)).length;
 }
@@ -149,6 +154,11 @@ describe("nodes over PostgreSQL when the database goes away", { skip: skipWithou
       assert.match(r.text, /PostgreSQL at 127\.0\.0\.1:\d+\/postgres is unavailable: /);
     }
     assert.equal((await getText(`${a.http}/healthz`)).status, 200, "alive all the same");
+    // the metrics while it is away: not available, the failed turn counted
+    const away = await getText(`${a.http}/metrics`);
+    assert.equal(away.status, 200);
+    assert.match(away.text, /^tubeway_pg_available 0$/m);
+    assert.ok(metric(away.text, "tubeway_pg_errors_total") >= 1, "the turn that gave up is counted");
     await sleep(WAIT_S * 1000);
     assert.equal(w.pending, "", "the waiting reserve is not ended by the outage");
 
@@ -156,9 +166,13 @@ describe("nodes over PostgreSQL when the database goes away", { skip: skipWithou
     for (const n of [a, b]) {
       await eventually("/readyz 200", () => getText(`${n.http}/readyz`), (r) => r.status === 200, 10_000);
     }
+    const back = await getText(`${a.http}/metrics`);
+    assert.match(back.text, /^tubeway_pg_available 1$/m);
     const put = await p.put("after");
     const id = Number(/^INSERTED (\d+)\r\n$/.exec(put)?.[1]);
     assert.ok(id > 0, put);
+    const after = await getText(`${a.http}/metrics`);
+    assert.ok(metric(after.text, "tubeway_pg_transactions_total") >= 1, "the put's turn committed");
     assert.equal(await w.reply(10_000), `RESERVED ${id} 5\r\nafter\r\n`, "woken through NOTIFY after LISTEN again");
     assert.equal(await w.cmd(`delete ${id}`), "DELETED\r\n");
     for (const n of [a, b]) {
