@@ -24,6 +24,7 @@ export { PROTOCOL_VERSION, Service, type ServiceOptions } from "./protocol/servi
 export { memoryEngine } from "./core/queue.ts";
 export type {
   Answer,
+  ClusterNode,
   DatabaseHealth,
   Engine,
   EngineClient,

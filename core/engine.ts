@@ -257,8 +257,9 @@ export interface DatabaseHealth {
   node: number;
   /** Ms until this node's lease ends, as this node knows it (the last renewal it saw committed); <= 0: lapsed. */
   leaseRemainingMs: number;
-  /** Pool connections busy now (transactions, reads), and the pool's size (LISTEN's own connection not counted). */
+  /** Pool connections busy now (transactions, reads). */
   poolInUse: number;
+  /** The pool's size (LISTEN's own connection not counted). */
   poolSize: number;
   /** Per turn transaction: from sending its statements to their last answer, COMMIT not included (ms). */
   statements: HistogramView;
@@ -266,9 +267,11 @@ export interface DatabaseHealth {
   commits: HistogramView;
   /** Commands per committed turn transaction (its bounds are commands, not ms). */
   batchSizes: HistogramView;
-  /** Turn transactions committed, run again (deadlock, serialization failure) and failed for good, since start. */
+  /** Turn transactions committed since start. */
   transactions: number;
+  /** Turn transactions run again since start (deadlock, serialization failure, the database away). */
   retries: number;
+  /** Turn transactions failed for good since start (their commands answered INTERNAL_ERROR). */
   errors: number;
   /** The nodes of the cluster whose lease has not lapsed, read from the database now. */
   nodes(): Promise<ClusterNode[]>;
@@ -278,8 +281,9 @@ export interface DatabaseHealth {
 export interface ClusterNode {
   /** Its row in the nodes table. */
   id: number;
-  /** Where it runs, as it registered ("" and 0 when it did not say: a node of an older tubeway). */
+  /** The host it runs on, as it registered ("" when it did not say: a node of an older tubeway). */
   host: string;
+  /** Its process id (0 when it did not say). */
   pid: number;
   /** Ms until its lease ends, by the database's clock. */
   leaseRemainingMs: number;
