@@ -13,7 +13,11 @@
 // producer/worker counts are the protocol's (per node); jobs and tubes the engine's.
 import type { Clock } from "./clock.ts";
 
-/** An answer now, or later. */
+/**
+ * An answer now, or later. A later answer that fails makes the protocol answer
+ * INTERNAL_ERROR and log the error, unless the error carries `logged: true` (the engine
+ * said why already, e.g. once per database outage, not once per command).
+ */
 export type Answer<T> = T | Promise<T>;
 
 /** Job states as the protocol names them. */

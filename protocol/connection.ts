@@ -285,7 +285,9 @@ export class Connection implements Settling {
 
   /** Exceptions are bugs (an engine's failures included): answer INTERNAL_ERROR, log, keep serving. */
   #internalError(e: unknown): void {
-    this.#owner.error(`internal error: ${e instanceof Error ? e.stack ?? e.message : e}`);
+    // an engine error it logged itself (core/engine.ts, Answer) is not logged again per command
+    const logged = typeof e === "object" && e !== null && (e as { logged?: unknown }).logged === true;
+    if (!logged) this.#owner.error(`internal error: ${e instanceof Error ? e.stack ?? e.message : e}`);
     this.#s.out.bytes(R.INTERNAL_ERROR);
   }
 

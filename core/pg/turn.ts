@@ -131,6 +131,15 @@ function bounded<T>(clock: Clock, p: Promise<T>, giveUp: (now: number) => boolea
   });
 }
 
+/**
+ * An error of a database that is away, marked as logged: the engine said once that the
+ * database went away (Health.away), so the commands it fails are not logged one by one.
+ */
+function logged(e: unknown): unknown {
+  if (typeof e === "object" && e !== null) (e as { logged?: boolean }).logged = true;
+  return e;
+}
+
 function pause(clock: Clock, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimer(resolve, ms));
 }
@@ -164,7 +173,10 @@ export async function untilBack<T>(w: Waiting, run: () => Promise<T>, since = w.
       if (!away(e)) throw e;
       w.health.away(e, started);
       last = e;
-      if (deadline - w.clock.now() <= AWAY_PAUSE_MS) throw e instanceof DatabaseAway ? e : gaveUp(w.waitMs, e);
+      if (deadline - w.clock.now() <= AWAY_PAUSE_MS) {
+        const given = e instanceof DatabaseAway ? e : gaveUp(w.waitMs, e);
+        throw w.health.available ? given : logged(given);
+      }
       await pause(w.clock, AWAY_PAUSE_MS);
     }
   }
@@ -306,7 +318,8 @@ export class TurnRunner {
           }
         }
         m?.failed(false);
-        return this.#fail(plan, e);
+        // the outage was logged (unless it already passed): not every command it failed
+        return this.#fail(plan, w && away(e) && !w.health.available ? logged(e) : e);
       }
       // Committed (so never run again): the rows, then the answers in the order the
       // commands came, then the turn's own end.

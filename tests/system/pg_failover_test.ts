@@ -179,6 +179,7 @@ describe("nodes over PostgreSQL when the database goes away", { skip: skipWithou
       const out = n.output();
       assert.equal(once(out, /database at 127\.0\.0\.1:\d+\/postgres went away/), 1, out);
       assert.equal(once(out, /database at 127\.0\.0\.1:\d+\/postgres is back after \d+\.\d s/), 1, out);
+      assert.doesNotMatch(out, /internal error:/, "the outage is logged once, not again per command it failed");
     }
   });
 
