@@ -9,25 +9,35 @@ import { createServer } from "node:net";
  */
 const given = new Set<number>();
 
-/** Ask the kernel for a free TCP port on 127.0.0.1 that this process has not handed out before. */
+/**
+ * Ports below the kernel's ephemeral range (32768-60999 by default): a port from that
+ * range, once the test closes its probe, can be taken as the source port of any
+ * outgoing connection (a node's connections to PostgreSQL, a client's), and a client
+ * dialling a port there before the server listens can connect to itself (TCP
+ * simultaneous open). Either way a test talked to something that was not its server
+ * (a --pg node "reset" a connection at its first command, once in a while).
+ */
+const LOW = 20_000;
+const HIGH = 32_000;
+
+/** A free TCP port on 127.0.0.1, below the ephemeral range, that this process has not handed out before. */
 export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await kernelPort();
-    if (!given.has(port)) {
+  for (let tries = 0;; tries++) {
+    const port = LOW + Math.floor(Math.random() * (HIGH - LOW));
+    if (given.has(port)) continue;
+    if (await bindable(port)) {
       given.add(port);
       return port;
     }
+    if (tries > 1000) throw new Error(`no free port in ${LOW}-${HIGH}`);
   }
 }
 
-function kernelPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Whether a listener can bind 127.0.0.1:port now (it is closed again at once). */
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const a = srv.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      srv.close(() => resolve(port));
-    });
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
 }
