@@ -124,8 +124,7 @@ export class PgEngine implements Engine {
   /** Whether the database takes this node's transactions, and why not (DatabaseHealth). */
   readonly #database = { available: true, reason: "" };
   /** When the database last went away, and last came back (monotonic ms). */
-  #awaySince = -Infinity;
-  #backAt = -Infinity;
+  readonly #outage = { since: -Infinity, backAt: -Infinity };
   /** When a transaction last committed (monotonic ms). */
   #okAt = -Infinity;
 
@@ -174,8 +173,7 @@ export class PgEngine implements Engine {
     // registered a moment ago (the id block's round trip): close enough for a lease of seconds
     this.#turnMetrics.leaseRenewed(this.clock.now(), leaseMs);
     this.#target = opts.target ?? "the database";
-    const database = this.#database;
-    const times = () => ({ away: this.#awaySince, back: this.#backAt });
+    const database = this.#database, outage = this.#outage;
     this.#waiting = {
       clock: this.clock,
       waitMs: opts.waitMs ?? DEFAULT_PG_WAIT_MS,
@@ -184,10 +182,10 @@ export class PgEngine implements Engine {
           return database.available;
         },
         get wentAwayAt() {
-          return times().away;
+          return outage.since;
         },
         get backAt() {
-          return times().back;
+          return outage.backAt;
         },
         away: (e, startedAt) => this.#away(e, startedAt),
         back: () => this.#back(),
@@ -499,7 +497,7 @@ export class PgEngine implements Engine {
     if (!this.#database.available || this.#okAt > startedAt) return;
     this.#database.available = false;
     this.#database.reason = `PostgreSQL at ${this.#target} is unavailable: ${message(e)}`;
-    this.#awaySince = this.clock.now();
+    this.#outage.since = this.clock.now();
     this.#error(
       `pg: database at ${this.#target} went away (${message(e)}); commands wait up to ${
         this.#waiting.waitMs / 1000
@@ -513,8 +511,8 @@ export class PgEngine implements Engine {
     if (this.#database.available) return;
     this.#database.available = true;
     this.#database.reason = "";
-    this.#backAt = this.#okAt;
-    const s = ((this.clock.now() - this.#awaySince) / 1000).toFixed(1);
+    this.#outage.backAt = this.#okAt;
+    const s = ((this.clock.now() - this.#outage.since) / 1000).toFixed(1);
     this.#log(`pg: database at ${this.#target} is back after ${s} s`);
   }
 

@@ -151,8 +151,10 @@ export async function* metricChunks(
   // An engine over a database that is away (--pg) cannot count its jobs now: the node's own
   // figures still go out (connections, commands, the database's state), without the job
   // and tube samples, rather than no scrape at all. A database known away is not waited for.
-  const db0 = e.metrics().database;
-  const g = db0 && !db0.available ? undefined : await Promise.resolve().then(() => e.stats()).catch(() => undefined);
+  const m = e.metrics();
+  const g = m.database && !m.database.available
+    ? undefined
+    : await Promise.resolve().then(() => e.stats()).catch(() => undefined);
   const c = src.counters;
 
   fam("beanstalkd_up", "gauge", "1 while the server answers.").add("", 1);
@@ -206,7 +208,6 @@ export async function* metricChunks(
     yield chunk;
   }
 
-  const m = e.metrics();
   histogram(
     fam("tubeway_ready_to_reserve_seconds", "histogram", "Time a job waited ready before a reserve took it."),
     m.readyToReserve,
