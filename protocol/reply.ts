@@ -171,6 +171,11 @@ export class Output {
     return q;
   }
 
+  /** A written buffer of ours becomes the spare if it is not big and larger than the spare. */
+  #keep(b: Uint8Array): void {
+    if (b.length <= KEEP && b !== this.#buf && (!this.#spare || this.#spare.length < b.length)) this.#spare = b;
+  }
+
   /**
    * Everything pending when it is one piece of our own buffer (the usual batch: a few
    * replies, no big body), else undefined (use take()). It touches none of take()'s
@@ -193,15 +198,10 @@ export class Output {
    * since that take() are still queued, so they are not candidates.
    */
   release(): void {
-    for (const b of this.#taken) {
-      if (b.length <= KEEP && b !== this.#buf && (!this.#spare || this.#spare.length < b.length)) this.#spare = b;
-    }
-    const one = this.#takenOne;
-    if (one) {
+    for (const b of this.#taken) this.#keep(b);
+    if (this.#takenOne) {
+      this.#keep(this.#takenOne);
       this.#takenOne = null;
-      if (one.length <= KEEP && one !== this.#buf && (!this.#spare || this.#spare.length < one.length)) {
-        this.#spare = one;
-      }
     }
     if (this.#taken.length !== 0) this.#taken.length = 0;
     if (this.#handed.length !== 0) this.#handed.length = 0;
