@@ -385,7 +385,9 @@ export async function migrateOut(env: MigrateEnv, schema: string, dir: string): 
   let maxId = snap.maxId;
   for (const j of jobs) maxId = Math.max(maxId, j.id);
   const written = await writeLog(env, dir, jobs, maxId, snap.policies);
-  if (written !== undefined) return written;
+  if (written !== undefined) {
+    return written.kind === "failed" && written.why === "failed" ? takeBack(env, dir, written.message) : written;
+  }
   const lines = [
     `exported ${counts(jobs)} of schema ${schema} at ${env.target} to ${dir}; start tubeway with -b ${dir}`,
   ];
@@ -397,6 +399,32 @@ export async function migrateOut(env: MigrateEnv, schema: string, dir: string): 
     );
   }
   return { kind: "done", lines };
+}
+
+/**
+ * A failed export's files go again (`dir` was empty when it began, so all of them are
+ * its own): a partial log would be served by `tubeway -b DIR` as if it were the whole
+ * database.
+ */
+function takeBack(env: MigrateEnv, dir: string, message: string): MigrateOutcome {
+  const left: string[] = [];
+  let names: string[] = [];
+  try {
+    names = env.files.list(dir);
+  } catch (e) {
+    return fail("failed", `${message}; cannot list ${dir} (${errorText(e)}): remove it, it holds part of the jobs`);
+  }
+  for (const name of names) {
+    try {
+      env.files.unlink(`${dir}/${name}`);
+    } catch {
+      left.push(name);
+    }
+  }
+  if (left.length > 0) {
+    return fail("failed", `${message}; could not remove ${left.join(" ")}: remove ${dir}, it holds part of the jobs`);
+  }
+  return fail("failed", `${message}; removed what it wrote, ${dir} is empty again`);
 }
 
 interface Snapshot {
