@@ -1,6 +1,7 @@
 // The write-ahead log behind `-b DIR` (opened by open.ts): the write path, rotation, collection of
-// dead files; the compaction policy is compaction.ts. Why it works the way it does (batching, the disk-full reserve,
-// which files may go when, ids): README.md in this folder.
+// dead files; the compaction policy is compaction.ts, when the files are fsynced (and what a failed
+// fsync leads to) sync.ts. Why it works the way it does (batching, the disk-full reserve, which files
+// may go when, ids): README.md in this folder.
 import { errorText } from "../files.ts";
 import type { JobRecord, JobState, Wal } from "../wal.ts";
 import type { Clock } from "../clock.ts";
@@ -19,18 +20,16 @@ import {
 import type { Encode, PolicyRecord } from "./codec.ts";
 import { type Ballast, WRITE_RESERVE } from "./ballast.ts";
 import { Compaction } from "./compaction.ts";
-import { GroupCommit } from "./sync.ts";
+import { Fsync } from "./sync.ts";
 import type { Segments } from "./segments.ts";
 import { ID_BLOCK, type IdMark } from "./ids.ts";
 import type { Homes, JobInfo } from "./homes.ts";
 import type { BinlogOptions, BinlogParts, LiveLookup } from "./options.ts";
-import { FSYNC_BOUNDS_MS, Histogram } from "../histogram.ts";
 
 export class Binlog implements Wal {
   readonly logs = true;
   readonly durableAcks: boolean;
   #opts: BinlogOptions;
-  #clock: Pick<Clock, "now">;
   #live: LiveLookup;
   #unlock: () => void;
   #segs: Segments;
@@ -41,11 +40,8 @@ export class Binlog implements Wal {
   #ids: IdMark;
   #buryOrder: number;
   #ballast: Ballast;
-  #commit: GroupCommit;
-  #lastSyncMs = -Infinity;
+  #fsync: Fsync;
   #compaction: Compaction;
-  #relieveQueued = false;
-  #needCheckpoint = false;
   #closed = false;
   #recordsWritten = 0;
   #recordsMigrated = 0;
@@ -54,7 +50,6 @@ export class Binlog implements Wal {
   #pendingBytes = 0;
   #diskErrors = 0;
   #writable = true;
-  readonly #fsync = new Histogram(FSYNC_BOUNDS_MS);
   /** Pending records from put()/update(), all pending records, pending moved ones. */
   #pendingOwn = 0;
   #pendingRecords = 0;
@@ -70,7 +65,6 @@ export class Binlog implements Wal {
   constructor(opts: BinlogOptions, clock: Pick<Clock, "now">, live: LiveLookup, unlock: () => void, p: BinlogParts) {
     this.#opts = opts;
     this.durableAcks = opts.durableAcks;
-    this.#clock = clock;
     this.#live = live;
     this.#unlock = unlock;
     this.#idHigh = p.maxId;
@@ -82,7 +76,19 @@ export class Binlog implements Wal {
     this.#ballast = p.ballast;
     this.#segs.ballast = (n) => this.#ballast.release(n);
     this.#segs.onFlush = (ok) => this.#flushed(ok);
-    this.#commit = new GroupCommit(() => this.#sync(), () => this.#segs.position);
+    this.#fsync = new Fsync({
+      segs: this.#segs,
+      ids: this.#ids,
+      opts,
+      clock,
+      closed: () => this.#closed,
+      idsCovered: () => this.#idsCovered(),
+      rewriteLive: () => this.#rewriteLive(),
+      diskError: (stopped) => {
+        this.#diskErrors++;
+        if (stopped) this.#writable = false;
+      },
+    });
     this.#policies = p.policies;
     this.#segs.onRotate = () => this.#restate();
     this.#segs.rotate(this.#idHigh);
@@ -98,7 +104,7 @@ export class Binlog implements Wal {
       migrate: (id, rescue) => this.#migrate(id, rescue),
       collect: () => this.#collect(),
     });
-    if (this.#segs.pendingDead > 0) this.#commit.kick();
+    if (this.#segs.pendingDead > 0) this.#fsync.kick();
   }
 
   put(rec: JobRecord): boolean {
@@ -122,7 +128,7 @@ export class Binlog implements Wal {
       this.#idHigh = newHigh;
       this.#ids.record(newHigh);
       // make the reservation durable well before its ids run out
-      if (this.#opts.fsyncMs !== "never") this.#commit.kick();
+      if (this.#opts.fsyncMs !== "never") this.#fsync.kick();
     }
     this.#buryOrder = Math.max(this.#buryOrder, order);
     const to: JobInfo = { file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order };
@@ -237,26 +243,18 @@ export class Binlog implements Wal {
    */
   syncAll(): Promise<boolean> {
     if (this.#closed || !this.flush()) return Promise.resolve(false);
-    return this.#commit.wait();
+    return this.#fsync.wait();
   }
 
   synced(): Promise<void> {
     if (!this.durableAcks || this.#closed) return Promise.resolve();
-    return this.#commit.wait().then((ok) => {
+    return this.#fsync.wait().then((ok) => {
       if (!ok) throw new Error("binlog: fsync failed; recent changes may not be on disk");
     });
   }
 
   tick(nowMs: number): number | undefined {
-    const every = this.#opts.fsyncMs;
-    if (this.#closed || every === "never") return undefined;
-    if (this.#segs.position <= this.#commit.synced && this.#segs.pendingDead === 0) return undefined;
-    if (this.#commit.active) return Math.max(every, 5);
-    const due = this.#lastSyncMs + every;
-    if (nowMs < due) return due - nowMs;
-    this.#lastSyncMs = nowMs;
-    this.#commit.kick();
-    return Math.max(every, 5);
+    return this.#fsync.tick(nowMs);
   }
 
   stats() {
@@ -275,8 +273,8 @@ export class Binlog implements Wal {
       bytesWritten: this.#bytesWritten,
       files: this.#segs.count,
       diskErrors: this.#diskErrors,
-      writable: this.#writable && !this.#closed && !this.#needCheckpoint,
-      fsync: this.#fsync,
+      writable: this.#writable && !this.#closed && !this.#fsync.needCheckpoint,
+      fsync: this.#fsync.histogram,
     };
   }
 
@@ -296,7 +294,7 @@ export class Binlog implements Wal {
     const ok = this.#segs.closeAll(this.#opts.fsyncMs !== "never" || this.durableAcks);
     this.#ids.close(this.#opts.fsyncMs !== "never" || this.durableAcks);
     this.#ballast.close();
-    this.#commit.settleAll(ok);
+    this.#fsync.settleAll(ok);
     try {
       this.#unlock();
     } catch (e) {
@@ -348,23 +346,12 @@ export class Binlog implements Wal {
     return true;
   }
 
-  /**
-   * After each flush that had records: forget or undo what they did. After a write,
-   * fsync when the -f interval has passed (as 1.12 does after every write; once per
-   * batch is enough, the fsync starts after the batch anyway).
-   */
+  /** After each flush that had records: forget or undo what they did; after a write, maybe fsync (sync.ts). */
   #flushed(ok: boolean): void {
     this.#writable = ok;
     if (ok) {
       this.#homes.keepMoves();
-      const every = this.#opts.fsyncMs;
-      if (every !== "never" && !this.#closed) {
-        const now = this.#clock.now();
-        if (now - this.#lastSyncMs >= every) {
-          this.#lastSyncMs = now;
-          this.#commit.kick();
-        }
-      }
+      this.#fsync.afterFlush();
     } else {
       this.#diskErrors++;
       if (this.#pendingOwn > 0) this.#lost = true;
@@ -390,47 +377,10 @@ export class Binlog implements Wal {
     this.#collect();
   }
 
-  /**
-   * Remove the dead files that may go now (see the header). Others wait for a sync:
-   * ask for it now rather than at the next -f interval, so the disk they hold is
-   * bounded by one fsync's latency, not by the interval; and when even that lets
-   * them pass -s, relieve the pressure at the end of this turn.
-   */
+  /** Remove the dead files that may go now (see the header); the others wait for a sync (Fsync.hurry). */
   #collect(): void {
-    this.#segs.collect(this.#commit.synced, this.#idsCovered());
-    if (this.#segs.pendingDead === 0) return;
-    this.#commit.kick();
-    if (this.#segs.pendingDead > this.#opts.maxFileSize && !this.#relieveQueued) {
-      this.#relieveQueued = true;
-      queueMicrotask(() => this.#relieve());
-    }
-  }
-
-  /**
-   * Dead files waiting for a sync hold more than -s: writes are outrunning the
-   * disk (an fsync round takes longer than it takes to write -s bytes), and only
-   * waiting would let the log grow with fsync latency. So fsync now, blocking, the
-   * files and the directory: the waiting files can then go at once (the names
-   * too, because the file holding the moves is usually newer than the running
-   * round, which ends late when the event loop is busy), and while the disk is
-   * slow the blocking fsyncs hold the writers back. At most once per turn, and
-   * only under this pressure (with a small -s and a fast writer).
-   */
-  #relieve(): void {
-    this.#relieveQueued = false;
-    if (this.#closed || this.#needCheckpoint || this.#segs.pendingDead <= this.#opts.maxFileSize) return;
-    try {
-      const startMs = this.#clock.now();
-      this.#segs.syncNow(this.#commit.synced);
-      this.#fsync.observe(this.#clock.now() - startMs);
-    } catch (e) {
-      this.#diskErrors++;
-      this.#opts.log(`binlog: fsync failed: ${errorText(e)}; rewriting live jobs into a new file`);
-      this.#needCheckpoint = true;
-      this.#commit.kick();
-      return;
-    }
-    this.#segs.collect(this.#commit.synced, this.#idsCovered());
+    this.#segs.collect(this.#fsync.synced, this.#idsCovered());
+    if (this.#segs.pendingDead > 0) this.#fsync.hurry();
   }
 
   /**
@@ -464,49 +414,14 @@ export class Binlog implements Wal {
     return true;
   }
 
-  /** One group-commit round: fsync every file with unsynced bytes (and ids.N), then collect. */
-  async #sync(): Promise<number | false> {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      if (this.#closed) return false;
-      if (this.#needCheckpoint && !this.#checkpoint()) return false;
-      // a sync covers only what is in the files; records lost here fail the round
-      if (!this.#segs.flush()) return false;
-      this.#lastSyncMs = this.#clock.now();
-      const target = this.#segs.position;
-      const ids = this.#ids.sync(); // never throws
-      const startMs = this.#clock.now();
-      try {
-        await this.#segs.syncAll(this.#commit.synced);
-        this.#fsync.observe(this.#clock.now() - startMs);
-      } catch (e) {
-        this.#diskErrors++;
-        this.#writable = false;
-        await ids;
-        if (this.#closed) return false;
-        this.#opts.log(`binlog: fsync failed: ${errorText(e)}; rewriting live jobs into a new file`);
-        this.#needCheckpoint = true;
-        continue;
-      }
-      await ids;
-      if (!this.#closed) this.#segs.collect(target, this.#idsCovered());
-      // files that died while this fsync ran are handled by the next round
-      if (!this.#closed && this.#segs.pendingDead > 0) this.#commit.kick();
-      return target;
-    }
-    return false;
-  }
-
-  /** After a failed fsync: every live job again in a fresh file, older files then collectable. */
-  #checkpoint(): boolean {
-    this.#needCheckpoint = true;
+  /** After a failed fsync (sync.ts): every live job again in a fresh file, older files then collectable. */
+  #rewriteLive(): boolean {
     this.#segs.abandonUnsynced();
     if (!this.#segs.rotate(this.#idHigh)) return false;
     const first = this.#segs.current!.seq;
     for (const [id, j] of [...this.#homes.jobs]) {
       if (j.file.seq < first && !this.#migrate(id)) return false;
     }
-    if (!this.#segs.flush()) return false; // moves undone: the next round tries again
-    this.#needCheckpoint = false;
-    return true;
+    return this.#segs.flush(); // moves undone: the next round tries again
   }
 }
