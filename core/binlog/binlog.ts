@@ -74,14 +74,13 @@ export class Binlog implements Wal {
     this.#ids = p.ids;
     this.#homes = p.homes;
     this.#ballast = p.ballast;
-    this.#segs.ballast = (n) => this.#ballast.release(n);
+    this.#segs.ballast = this.#release;
     this.#segs.onFlush = (ok) => this.#flushed(ok);
     this.#fsync = new Fsync({
       segs: this.#segs,
       ids: this.#ids,
       opts,
       clock,
-      closed: () => this.#closed,
       idsCovered: () => this.#idsCovered(),
       rewriteLive: () => this.#rewriteLive(),
       diskError: (stopped) => {
@@ -113,17 +112,25 @@ export class Binlog implements Wal {
       this.#opts.log(`binlog: job ${rec.id} has no body; not logged`);
       return false;
     }
-    const old = this.#homes.jobs.get(rec.id);
+    // ids only grow: a job above every id put so far has no record yet (a lookup would be a miss that walks)
+    const old = rec.id > this.#maxPutId ? undefined : this.#homes.jobs.get(rec.id);
     if (!this.#ballast.ensure(this.#homes.jobs.size + (old ? 0 : 1))) return false;
     this.#maxPutId = Math.max(this.#maxPutId, rec.id);
     const newHigh = rec.id > this.#idHigh - ID_BLOCK / 2 ? rec.id + ID_BLOCK : 0;
     const size = fullRecordSize(rec);
     const order = rec.state === "buried" ? this.#buryOrder + 1 : 0;
-    const ok = this.#write(size + (newHigh ? IDS_RECORD_SIZE : 0), false, true, (salt, buf, v, at) => {
-      if (newHigh) at = encodeIdsAt(newHigh, salt, buf, v, at);
-      encodeJobAt(true, rec, order, salt, buf, v, at);
-    });
-    if (!ok) return false;
+    const total = size + (newHigh ? IDS_RECORD_SIZE : 0);
+    let at = this.#claim(total, false);
+    if (at < 0) return false;
+    const segs = this.#segs;
+    const salt = segs.current!.seed;
+    try {
+      if (newHigh) at = encodeIdsAt(newHigh, salt, segs.buf, segs.view, at);
+      encodeJobAt(true, rec, order, salt, segs.buf, segs.view, at);
+    } catch (e) {
+      return this.#unencodable(e);
+    }
+    if (!this.#added(total, true)) return false;
     if (newHigh) {
       this.#idHigh = newHigh;
       this.#ids.record(newHigh);
@@ -131,9 +138,9 @@ export class Binlog implements Wal {
       if (this.#opts.fsyncMs !== "never") this.#fsync.kick();
     }
     this.#buryOrder = Math.max(this.#buryOrder, order);
-    const to: JobInfo = { file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order };
-    if (old) this.#homes.move(rec.id, old, to);
-    else this.#homes.home(rec.id, to);
+    const to: JobInfo = { id: rec.id, file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order };
+    if (old) this.#homes.move(old, to);
+    else this.#homes.home(to);
     this.#afterWrite(size);
     return true;
   }
@@ -145,13 +152,13 @@ export class Binlog implements Wal {
   /** delete-tube: these jobs are deleted, in one record (kind 5) however many they are. */
   purge(tube: string, ids: readonly number[]): boolean {
     if (this.#closed) return false;
-    const known = ids.filter((id) => this.#homes.jobs.has(id));
+    const known = ids.filter((id) => this.#homes.jobs.get(id) !== undefined);
     if (known.length === 0) return true;
     const size = purgeRecordSize(tube, known.length);
     if (!this.#write(size, true, true, (salt, buf, v, at) => encodePurgeAt(tube, known, salt, buf, v, at))) {
       return false;
     }
-    for (const id of known) this.#homes.unhome(id, this.#homes.jobs.get(id)!);
+    for (const id of known) this.#homes.unhome(this.#homes.jobs.get(id)!);
     this.#afterWrite(size);
     return true;
   }
@@ -171,8 +178,10 @@ export class Binlog implements Wal {
   #restate(): void {
     for (const [tube, p] of this.#policies) {
       const size = policyRecordSize(tube, p);
-      const salt = this.#segs.current!.seed;
-      this.#segs.add(size, false, (buf, v, at) => encodePolicyAt(tube, p, salt, buf, v, at));
+      const segs = this.#segs;
+      const at = segs.claim(size);
+      encodePolicyAt(tube, p, segs.current!.seed, segs.buf, segs.view, at); // written once already: cannot throw
+      segs.commit(size, false);
       this.#bytesWritten += size;
       this.#recordsWritten++;
     }
@@ -205,14 +214,18 @@ export class Binlog implements Wal {
     const del = rec.state === "deleted";
     if (!del && !this.#ballast.ensure(this.#homes.jobs.size)) return false;
     const order = rec.state !== "buried" ? 0 : j.state === "buried" ? j.buryOrder : this.#buryOrder + 1;
-    if (
-      !this.#write(SHORT_RECORD_SIZE, del, own, (salt, buf, v, at) => encodeJobAt(false, rec, order, salt, buf, v, at))
-    ) {
-      return false;
+    const at = this.#claim(SHORT_RECORD_SIZE, del);
+    if (at < 0) return false;
+    const segs = this.#segs;
+    try {
+      encodeJobAt(false, rec, order, segs.current!.seed, segs.buf, segs.view, at);
+    } catch (e) {
+      return this.#unencodable(e);
     }
+    if (!this.#added(SHORT_RECORD_SIZE, own)) return false;
     this.#buryOrder = Math.max(this.#buryOrder, order);
     if (del) {
-      this.#homes.unhome(rec.id, j);
+      this.#homes.unhome(j);
     } else {
       j.state = rec.state as JobState;
       j.buryOrder = order;
@@ -290,6 +303,7 @@ export class Binlog implements Wal {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#fsync.close();
     // writes what is pending first
     const ok = this.#segs.closeAll(this.#opts.fsyncMs !== "never" || this.durableAcks);
     this.#ids.close(this.#opts.fsyncMs !== "never" || this.durableAcks);
@@ -304,22 +318,44 @@ export class Binlog implements Wal {
 
   /**
    * Make room (rotating if needed), encode with the file's salt, add it to the
-   * pending records; count it. `own`: from put()/update().
+   * pending records; count it. `own`: from put()/update(). For the rarer records; put
+   * and update encode straight into the pending buffer (#claim, #added).
    */
   #write(size: number, useBallast: boolean, own: boolean, encode: Encode): boolean {
+    const at = this.#claim(size, useBallast);
+    if (at < 0) return false;
+    const segs = this.#segs;
+    try {
+      encode(segs.current!.seed, segs.buf, segs.view, at);
+    } catch (e) {
+      return this.#unencodable(e);
+    }
+    return this.#added(size, own);
+  }
+
+  /**
+   * Make room for a record of `size` bytes (rotating if needed): where to encode it in
+   * segs.buf (with the current file's salt, read after this call), or -1 when the log
+   * cannot take it. `useBallast`: a delete may draw on the ballast for room.
+   */
+  #claim(size: number, useBallast: boolean): number {
     const segs = this.#segs;
     // the ballast's write reserve stands for this much pending (ballast.ts)
+    if ((size > WRITE_RESERVE || segs.pending + size > WRITE_RESERVE) && !segs.flush()) return -1;
+    if (!segs.room(size, this.#opts.maxFileSize, this.#idHigh, useBallast ? this.#release : undefined)) return -1;
+    return segs.claim(size);
+  }
+
+  #unencodable(e: unknown): false {
+    this.#opts.log(`binlog: cannot encode a record: ${errorText(e)}`);
+    return false;
+  }
+
+  /** The record encoded at #claim()'s offset joins the pending ones and is counted; false if it was lost. */
+  #added(size: number, own: boolean): boolean {
+    const segs = this.#segs;
     const alone = size > WRITE_RESERVE;
-    if ((alone || segs.pending + size > WRITE_RESERVE) && !segs.flush()) return false;
-    const release = useBallast ? (n: number) => this.#ballast.release(n) : undefined;
-    if (!segs.room(size, this.#opts.maxFileSize, this.#idHigh, release)) return false;
-    const salt = segs.current!.seed;
-    try {
-      segs.add(size, !alone, (buf, v, at) => encode(salt, buf, v, at));
-    } catch (e) {
-      this.#opts.log(`binlog: cannot encode a record: ${errorText(e)}`);
-      return false;
-    }
+    segs.commit(size, !alone);
     this.#recordsWritten++;
     this.#bytesWritten += size;
     this.#pendingBytes += size;
@@ -338,13 +374,17 @@ export class Binlog implements Wal {
     if (!this.#flushQueued) {
       // the server flushes at the end of each batch; this catches anything left over
       this.#flushQueued = true;
-      queueMicrotask(() => {
-        this.#flushQueued = false;
-        if (!this.#closed && !this.#held) this.#segs.flush();
-      });
+      queueMicrotask(this.#leftOver);
     }
     return true;
   }
+
+  readonly #leftOver = (): void => {
+    this.#flushQueued = false;
+    if (!this.#closed && !this.#held) this.#segs.flush();
+  };
+
+  readonly #release = (n: number): boolean => this.#ballast.release(n);
 
   /** After each flush that had records: forget or undo what they did; after a write, maybe fsync (sync.ts). */
   #flushed(ok: boolean): void {
@@ -410,7 +450,7 @@ export class Binlog implements Wal {
     this.#buryOrder = Math.max(this.#buryOrder, order);
     this.#recordsMigrated++;
     if (this.#segs.pending > 0) this.#pendingMigrated++; // else already written (a big record)
-    this.#homes.move(id, j, { file: this.#segs.current!, size, state: rec.state, buryOrder: order });
+    this.#homes.move(j, { id, file: this.#segs.current!, size, state: rec.state, buryOrder: order });
     return true;
   }
 
@@ -419,8 +459,9 @@ export class Binlog implements Wal {
     this.#segs.abandonUnsynced();
     if (!this.#segs.rotate(this.#idHigh)) return false;
     const first = this.#segs.current!.seq;
-    for (const [id, j] of [...this.#homes.jobs]) {
-      if (j.file.seq < first && !this.#migrate(id)) return false;
+    for (const f of [...this.#segs.files]) {
+      if (f.seq >= first) break;
+      for (const id of this.#homes.liveIds(f)) if (!this.#migrate(id)) return false;
     }
     return this.#segs.flush(); // moves undone: the next round tries again
   }

@@ -120,7 +120,6 @@ export interface FsyncHost {
   readonly ids: IdMark;
   readonly opts: BinlogOptions;
   readonly clock: Pick<Clock, "now">;
-  closed(): boolean;
   /** ids.N durably covers every id handed out (README.md: early removal). */
   idsCovered(): boolean;
   /** After a failed fsync: every live job again in a fresh file, flushed; false if that failed. */
@@ -133,6 +132,10 @@ export interface FsyncHost {
 export class Fsync {
   readonly #h: FsyncHost;
   readonly #commit: GroupCommit;
+  /** The host's, read on every write (tick()). */
+  readonly #segs: Segments;
+  readonly #every: number | "never";
+  #closed = false;
   #lastSyncMs = -Infinity;
   #relieveQueued = false;
   /** An fsync failed: the next round first rewrites every live job into a new file. */
@@ -141,7 +144,14 @@ export class Fsync {
 
   constructor(host: FsyncHost) {
     this.#h = host;
+    this.#segs = host.segs;
+    this.#every = host.opts.fsyncMs;
     this.#commit = new GroupCommit(() => this.#round(), () => host.segs.position);
+  }
+
+  /** The log closed: no more rounds. */
+  close(): void {
+    this.#closed = true;
   }
 
   /** Position known to be on disk. */
@@ -161,11 +171,12 @@ export class Fsync {
     this.#commit.settleAll(ok);
   }
 
+  /** Called after every logged change too (core/store.ts logged()), so it reads fields only. */
   tick(nowMs: number): number | undefined {
-    const h = this.#h;
-    const every = h.opts.fsyncMs;
-    if (h.closed() || every === "never") return undefined;
-    if (h.segs.position <= this.#commit.synced && h.segs.pendingDead === 0) return undefined;
+    const every = this.#every;
+    if (this.#closed || every === "never") return undefined;
+    const segs = this.#segs;
+    if (segs.position <= this.#commit.synced && segs.pendingDead === 0) return undefined;
     if (this.#commit.active) return Math.max(every, 5);
     const due = this.#lastSyncMs + every;
     if (nowMs < due) return due - nowMs;
@@ -180,8 +191,8 @@ export class Fsync {
    * anyway).
    */
   afterFlush(): void {
-    const every = this.#h.opts.fsyncMs;
-    if (every !== "never" && !this.#h.closed()) {
+    const every = this.#every;
+    if (every !== "never" && !this.#closed) {
       const now = this.#h.clock.now();
       if (now - this.#lastSyncMs >= every) {
         this.#lastSyncMs = now;
@@ -216,7 +227,7 @@ export class Fsync {
   #relieve(): void {
     this.#relieveQueued = false;
     const h = this.#h;
-    if (h.closed() || this.needCheckpoint || h.segs.pendingDead <= h.opts.maxFileSize) return;
+    if (this.#closed || this.needCheckpoint || h.segs.pendingDead <= h.opts.maxFileSize) return;
     try {
       const startMs = h.clock.now();
       h.segs.syncNow(this.#commit.synced);
@@ -235,7 +246,7 @@ export class Fsync {
   async #round(): Promise<number | false> {
     const h = this.#h;
     for (let attempt = 0; attempt < 2; attempt++) {
-      if (h.closed()) return false;
+      if (this.#closed) return false;
       if (this.needCheckpoint && !this.#checkpoint()) return false;
       // a sync covers only what is in the files; records lost here fail the round
       if (!h.segs.flush()) return false;
@@ -249,15 +260,15 @@ export class Fsync {
       } catch (e) {
         h.diskError(true);
         await ids;
-        if (h.closed()) return false;
+        if (this.#closed) return false;
         h.opts.log(`binlog: fsync failed: ${errorText(e)}; rewriting live jobs into a new file`);
         this.needCheckpoint = true;
         continue;
       }
       await ids;
-      if (!h.closed()) h.segs.collect(target, h.idsCovered());
+      if (!this.#closed) h.segs.collect(target, h.idsCovered());
       // files that died while this fsync ran are handled by the next round
-      if (!h.closed() && h.segs.pendingDead > 0) this.#commit.kick();
+      if (!this.#closed && h.segs.pendingDead > 0) this.#commit.kick();
       return target;
     }
     return false;
