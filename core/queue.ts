@@ -386,6 +386,6 @@ export class Queue extends QueueViews implements Engine {
   /** The current state of a live job as a log record (for compaction); undefined if gone. */
   liveRecord(id: number): JobRecord | undefined {
     const j = this.s.jobs.get(id);
-    return j ? this.s.records.of(j, j.state, this.clock.now(), true) : undefined;
+    return j ? this.s.records.fresh(j, this.clock.now()) : undefined;
   }
 }
