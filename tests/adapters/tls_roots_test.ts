@@ -9,6 +9,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { BUN, DENO, ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { makeCerts, OPENSSL } from "../harness/tls.ts";
@@ -21,12 +22,17 @@ describe(`the root certificate store, read when a --pg TLS client is made (${RUN
   it("a --pg TLS connect after NODE_EXTRA_CA_CERTS became unreadable prints no extra-certs warning", () => {
     const certs = makeCerts();
     const argv = RUNTIME === "deno" ? [DENO, "run", "-A", CHILD] : [BUN, "run", CHILD];
-    const r = spawnSync(argv[0]!, argv.slice(1), {
-      cwd: ROOT,
-      env: { ...process.env, NODE_EXTRA_CA_CERTS: certs.ca, NO_COLOR: "1" },
-      encoding: "utf8",
-      timeout: 30_000,
-    });
+    let r;
+    try {
+      r = spawnSync(argv[0]!, argv.slice(1), {
+        cwd: ROOT,
+        env: { ...process.env, NODE_EXTRA_CA_CERTS: certs.ca, NO_COLOR: "1" },
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+    } finally {
+      rmSync(certs.dir, { recursive: true, force: true });
+    }
     assert.match(r.stdout, /connect attempted/, `the child did not get to its TLS connect: ${r.stdout}${r.stderr}`);
     assert.doesNotMatch(r.stderr, /Ignoring extra certs/i);
   });
