@@ -371,8 +371,9 @@ export class Binlog implements Wal {
       }
       return true;
     }
-    if (!this.#flushQueued) {
+    if (!this.#flushQueued && !this.#held) {
       // the server flushes at the end of each batch; this catches anything left over
+      // (not needed while a caller has said it will flush this turn: hold())
       this.#flushQueued = true;
       queueMicrotask(this.#leftOver);
     }
