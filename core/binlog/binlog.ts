@@ -1,7 +1,7 @@
 // The write-ahead log behind `-b DIR` (opened by open.ts): the write path, rotation, collection of
 // dead files; the compaction policy is compaction.ts, when the files are fsynced (and what a failed
-// fsync leads to) sync.ts. Why it works the way it does (batching, the disk-full reserve, which files
-// may go when, ids): README.md in this folder.
+// fsync leads to) sync.ts, the counts of what was written tally.ts. Why it works the way it does
+// (batching, the disk-full reserve, which files may go when, ids): README.md in this folder.
 import { errorText } from "../files.ts";
 import type { JobRecord, JobState, Wal } from "../wal.ts";
 import type { Clock } from "../clock.ts";
@@ -21,6 +21,7 @@ import type { Encode, PolicyRecord } from "./codec.ts";
 import { type Ballast, WRITE_RESERVE } from "./ballast.ts";
 import { Compaction } from "./compaction.ts";
 import { Fsync } from "./sync.ts";
+import { WriteTally } from "./tally.ts";
 import type { Segments } from "./segments.ts";
 import { ID_BLOCK, type IdMark } from "./ids.ts";
 import type { Homes, JobInfo } from "./homes.ts";
@@ -43,19 +44,8 @@ export class Binlog implements Wal {
   #fsync: Fsync;
   #compaction: Compaction;
   #closed = false;
-  #recordsWritten = 0;
-  #recordsMigrated = 0;
-  /** For the metrics port: bytes written (pending ones included, taken back if lost), failures, fsync times. */
-  #bytesWritten = 0;
-  #pendingBytes = 0;
-  #diskErrors = 0;
-  #writable = true;
-  /** Pending records from put()/update(), all pending records, pending moved ones. */
-  #pendingOwn = 0;
-  #pendingRecords = 0;
-  #pendingMigrated = 0;
-  /** Records from put()/update() were lost since the last flush() call: it must say so. */
-  #lost = false;
+  /** Records and bytes written, failures (tally.ts). */
+  readonly #tally = new WriteTally();
   #flushQueued = false;
   /** A caller will flush() this turn (hold()): the end-of-turn flush leaves its records to it. */
   #held = false;
@@ -84,8 +74,8 @@ export class Binlog implements Wal {
       idsCovered: () => this.#idsCovered(),
       rewriteLive: () => this.#rewriteLive(),
       diskError: (stopped) => {
-        this.#diskErrors++;
-        if (stopped) this.#writable = false;
+        this.#tally.diskErrors++;
+        if (stopped) this.#tally.writable = false;
       },
     });
     this.#policies = p.policies;
@@ -182,8 +172,7 @@ export class Binlog implements Wal {
       const at = segs.claim(size);
       encodePolicyAt(tube, p, segs.current!.seed, segs.buf, segs.view, at); // written once already: cannot throw
       segs.commit(size, false);
-      this.#bytesWritten += size;
-      this.#recordsWritten++;
+      this.#tally.restated(size);
     }
   }
 
@@ -196,8 +185,8 @@ export class Binlog implements Wal {
   flush(): boolean {
     this.#held = false;
     const ok = this.#segs.flush();
-    const lost = this.#lost;
-    this.#lost = false;
+    const lost = this.#tally.lost;
+    this.#tally.lost = false;
     return ok && !lost;
   }
 
@@ -275,18 +264,18 @@ export class Binlog implements Wal {
       oldestIndex: this.#segs.oldest?.seq ?? 0,
       currentIndex: this.#segs.current?.seq ?? 0,
       maxSize: this.#opts.maxFileSize,
-      recordsWritten: this.#recordsWritten,
-      recordsMigrated: this.#recordsMigrated,
+      recordsWritten: this.#tally.recordsWritten,
+      recordsMigrated: this.#tally.recordsMigrated,
     };
   }
 
   /** Bytes in log files, bytes of live jobs' full records, file count (for tests and debugging). */
   health() {
     return {
-      bytesWritten: this.#bytesWritten,
+      bytesWritten: this.#tally.bytesWritten,
       files: this.#segs.count,
-      diskErrors: this.#diskErrors,
-      writable: this.#writable && !this.#closed && !this.#fsync.needCheckpoint,
+      diskErrors: this.#tally.diskErrors,
+      writable: this.#tally.writable && !this.#closed && !this.#fsync.needCheckpoint,
       fsync: this.#fsync.histogram,
     };
   }
@@ -356,17 +345,13 @@ export class Binlog implements Wal {
     const segs = this.#segs;
     const alone = size > WRITE_RESERVE;
     segs.commit(size, !alone);
-    this.#recordsWritten++;
-    this.#bytesWritten += size;
-    this.#pendingBytes += size;
-    this.#pendingRecords++;
-    if (own) this.#pendingOwn++;
+    this.#tally.added(size, own);
     if (alone) {
       // Bigger than the reserve: written at once, so a full disk refuses this command
       // (the only record lost) rather than the batch.
-      const lost = this.#lost;
+      const lost = this.#tally.lost;
       if (!segs.flush()) {
-        this.#lost = lost;
+        this.#tally.lost = lost;
         return false;
       }
       return true;
@@ -389,23 +374,13 @@ export class Binlog implements Wal {
 
   /** After each flush that had records: forget or undo what they did; after a write, maybe fsync (sync.ts). */
   #flushed(ok: boolean): void {
-    this.#writable = ok;
+    this.#tally.flushed(ok);
     if (ok) {
       this.#homes.keepMoves();
       this.#fsync.afterFlush();
     } else {
-      this.#diskErrors++;
-      if (this.#pendingOwn > 0) this.#lost = true;
-      this.#bytesWritten -= this.#pendingBytes;
-      this.#recordsWritten -= this.#pendingRecords;
-      this.#recordsMigrated -= this.#pendingMigrated;
       this.#homes.undoMoves();
     }
-    this.#pendingOwn =
-      this.#pendingRecords =
-      this.#pendingMigrated =
-      this.#pendingBytes =
-        0;
   }
 
   /** ids.N durably covers every id handed out (see the header: early removal). */
@@ -449,8 +424,7 @@ export class Binlog implements Wal {
       return false;
     }
     this.#buryOrder = Math.max(this.#buryOrder, order);
-    this.#recordsMigrated++;
-    if (this.#segs.pending > 0) this.#pendingMigrated++; // else already written (a big record)
+    this.#tally.migrated(this.#segs.pending > 0); // else already written (a big record)
     this.#homes.move(j, { id, file: this.#segs.current!, size, state: rec.state, buryOrder: order });
     return true;
   }
