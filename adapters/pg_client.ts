@@ -5,6 +5,7 @@
 import postgres from "postgres";
 import { DatabaseAway, type ListenEvents, readOnly, type Row, type Sql, type SqlClient } from "../core/pg/sql.ts";
 import { driverOptions, passwordFromFile, urlHasPassword } from "./pg_options.ts";
+import { loadTlsRoots } from "./tls_roots.ts";
 
 /** Connections per node: two for its turns in flight, one for reads and id blocks, one spare. (LISTEN has its own.) */
 const POOL = 4;
@@ -63,6 +64,8 @@ function runner(sql: Driver | postgres.ReservedSql<Record<string, never>>): Sql 
  */
 export function pgClient(url: string | undefined, warn: (line: string) => void = console.error): SqlClient {
   const d = driverOptions(url);
+  // TLS may be used: the root store now, not at a connect when fds may have run out (tls_roots.ts)
+  if (d.ssl !== undefined && d.ssl !== false) loadTlsRoots();
   // asked at each connect, for the hosts the driver parsed from the URL
   const fromFile = () => {
     const o = sql.options;

@@ -3,27 +3,12 @@
 // implements core/engine.ts and answers every call at once (no promises). Time comes
 // from the injected clock, which also carries the one timer (core/schedule.ts); the log
 // sits behind the Wal interface, and the per-turn shared append is core/log_turn.ts.
+// The calls that only look (peeks, stats, listings, metrics) are core/queue_views.ts.
 import { Client, Job, jobMs, readyBefore, type Tube } from "./model.ts";
 import { DEADLINE_SOON_MS } from "./waits.ts";
 import { type Clock, immediateTurns, systemClock, type Turns } from "./clock.ts";
-import type {
-  Engine,
-  EngineMetrics,
-  EngineStats,
-  Exists,
-  JobList,
-  JobStats,
-  ListState,
-  PutResult,
-  Refusal,
-  RetryPolicy,
-  Settling,
-  TubeSnapshot,
-  TubeState,
-  TubeStats,
-  Wake,
-} from "./engine.ts";
-import { jobGauges, jobStats, listJobs, tubeSnapshot, tubeStats } from "./stats.ts";
+import type { Engine, Exists, PutResult, Refusal, RetryPolicy, Settling, TubeState, Wake } from "./engine.ts";
+import { QueueViews } from "./queue_views.ts";
 import { type JobRecord, noWal, type Wal } from "./wal.ts";
 import { DEFAULT_BINLOG_SIZE } from "./config.ts";
 import type { LogTurn } from "./log_turn.ts";
@@ -59,32 +44,33 @@ export function memoryEngine(opts: { clock?: Clock; maxJobSize?: number } = {}):
   return new Queue(opts.maxJobSize === undefined ? { clock } : { clock, maxJobSize: opts.maxJobSize });
 }
 
-export class Queue implements Engine {
+export class Queue extends QueueViews implements Engine {
   readonly clock: Clock;
   readonly maxJobSize: number;
   readonly wal: Wal;
 
   /** Jobs, tubes, the schedule, waiting clients and the log, with the moves that keep them consistent. */
-  readonly #s: Store;
+  protected readonly s: Store;
   /** The extension commands (issue 19), on the same store. */
-  readonly #x: Extensions;
+  protected readonly x: Extensions;
   #nextId = 1;
   #draining = false;
   #closed = false;
 
   constructor(opts: QueueOptions) {
+    super();
     this.clock = opts.clock;
     this.maxJobSize = opts.maxJobSize ?? 65535;
     this.wal = opts.wal ?? noWal(DEFAULT_BINLOG_SIZE);
     // A reservation whose TTR ran out: the extensions may take it (a doomed job, a retry policy).
-    this.#s = new Store(opts.clock, this.wal, opts.turns ?? immediateTurns, (j, now) => this.#x.timedOut(j, now));
-    this.#x = new Extensions(this.#s);
+    this.s = new Store(opts.clock, this.wal, opts.turns ?? immediateTurns, (j, now) => this.x.timedOut(j, now));
+    this.x = new Extensions(this.s);
   }
 
   // ---- connections ----------------------------------------------------------------
 
   connect(wake: Wake): Client {
-    const t = this.#s.tubes.default;
+    const t = this.s.tubes.default;
     t.using++;
     t.watching++;
     return new Client(t, wake);
@@ -92,23 +78,23 @@ export class Queue implements Engine {
 
   /** A connection closed: its reservations go straight back to ready (no counters move). */
   disconnect(c: Client): void {
-    if (c.isWaiting) this.#s.waits.end(c);
+    if (c.isWaiting) this.s.waits.end(c);
     const touched: Tube[] = [];
     const now = this.clock.now();
     for (let j = c.reserved.head; j; j = c.reserved.head) {
-      this.#s.unlink(j);
-      if (this.#s.extras.size > 0 && this.#x.comesBack(j)) continue;
+      this.s.unlink(j);
+      if (this.s.extras.size > 0 && this.x.comesBack(j)) continue;
       j.tube.pushReady(j, now);
       if (!touched.includes(j.tube)) touched.push(j.tube);
     }
     c.use.using--;
-    this.#s.tubes.dropIfUnused(c.use);
+    this.s.tubes.dropIfUnused(c.use);
     for (const t of c.watching) {
       t.watching--;
-      this.#s.tubes.dropIfUnused(t);
+      this.s.tubes.dropIfUnused(t);
     }
     c.watching.length = 0;
-    this.#s.serve(touched);
+    this.s.serve(touched);
   }
 
   // ---- producing ------------------------------------------------------------------
@@ -121,7 +107,7 @@ export class Queue implements Engine {
   put(c: Client, pri: number, delaySec: number, ttrSec: number, body: Uint8Array, id = this.takeId()): Job | PutResult {
     if (this.#draining) return "DRAINING";
     const now = this.clock.now();
-    const s = this.#s;
+    const s = this.s;
     const tube = c.use;
     const j = s.newJob(tube, pri, delaySec * 1000, ttrSec, body, id, now);
     // Store.insert's steps, inline: on the stock hot path the call measured ~8% of a
@@ -154,31 +140,31 @@ export class Queue implements Engine {
     }
     if (best) {
       best.tube.removeReady(best);
-      this.#s.reserveFor(c, best, now);
+      this.s.reserveFor(c, best, now);
       return best;
     }
     if (soon) return "DEADLINE_SOON";
     if (timeoutMs <= 0) return "TIMED_OUT";
-    this.#s.waits.begin(c, now, timeoutMs, soonest);
+    this.s.waits.begin(c, now, timeoutMs, soonest);
     return null;
   }
 
   cancelWait(c: Client): void {
-    if (c.isWaiting) this.#s.waits.finish(c, "TIMED_OUT");
+    if (c.isWaiting) this.s.waits.finish(c, "TIMED_OUT");
   }
 
   /** reserve-job: any ready, delayed or buried job in any tube, ignoring pauses and drain. */
   reserveJob(c: Client, id: number): Job | undefined {
-    const j = this.#s.jobs.get(id);
+    const j = this.s.jobs.get(id);
     if (!j || j.state === "reserved") return undefined;
-    this.#s.unlink(j);
-    this.#s.reserveFor(c, j, this.clock.now());
+    this.s.unlink(j);
+    this.s.reserveFor(c, j, this.clock.now());
     return j;
   }
 
   /** Succeeds for a job reserved by c, or one that is ready, delayed or buried. */
   delete(c: Client, id: number): "DELETED" | Refusal {
-    const s = this.#s;
+    const s = this.s;
     const j = s.jobs.get(id);
     if (!j || (j.state === "reserved" && j.owner !== c)) return "NOT_FOUND";
     const now = s.logging || j.state === "reserved" ? this.clock.now() : 0;
@@ -193,47 +179,47 @@ export class Queue implements Engine {
   }
 
   release(c: Client, id: number, pri: number, delaySec: number): "RELEASED" | Refusal {
-    const j = this.#s.ownedBy(c, id);
+    const j = this.s.ownedBy(c, id);
     if (!j) return "NOT_FOUND";
-    if (j.tube.policy !== null || this.#s.extras.size > 0) {
-      const r = this.#x.released(j, pri, delaySec);
+    if (j.tube.policy !== null || this.s.extras.size > 0) {
+      const r = this.x.released(j, pri, delaySec);
       if (typeof r === "string") return r;
       delaySec = r;
     }
     const now = this.clock.now();
     const delayed = delaySec > 0;
-    const logged = !this.#s.logging || this.#s.logUpdate(j, delayed ? "delayed" : "ready", now, (rec) => {
+    const logged = !this.s.logging || this.s.logUpdate(j, delayed ? "delayed" : "ready", now, (rec) => {
       rec.pri = pri;
       rec.delayMs = delaySec * 1000;
-      rec.deadlineAtMs = delayed ? this.#s.records.wall(now + delaySec * 1000, now) : 0;
+      rec.deadlineAtMs = delayed ? this.s.records.wall(now + delaySec * 1000, now) : 0;
       rec.releases++;
     });
     if (!logged) return "INTERNAL_ERROR";
-    this.#s.unlink(j);
+    this.s.unlink(j);
     j.pri = pri;
     j.delayMs = delaySec * 1000;
     j.releases++;
     if (delayed) {
       j.state = "delayed";
       j.deadline = jobMs(now + j.delayMs);
-      this.#s.addDelayed(j);
+      this.s.addDelayed(j);
     } else {
       j.tube.pushReady(j, now);
-      if (j.tube.waiting > 0) this.#s.serve([j.tube]);
+      if (j.tube.waiting > 0) this.s.serve([j.tube]);
     }
     return "RELEASED";
   }
 
   bury(c: Client, id: number, pri: number): "BURIED" | Refusal {
-    const j = this.#s.ownedBy(c, id);
+    const j = this.s.ownedBy(c, id);
     if (!j) return "NOT_FOUND";
-    if (this.#s.extras.size > 0 && this.#x.buried(j)) return "BURIED";
-    const logged = !this.#s.logging || this.#s.logUpdate(j, "buried", this.clock.now(), (rec) => {
+    if (this.s.extras.size > 0 && this.x.buried(j)) return "BURIED";
+    const logged = !this.s.logging || this.s.logUpdate(j, "buried", this.clock.now(), (rec) => {
       rec.pri = pri;
       rec.buries++;
     });
     if (!logged) return "INTERNAL_ERROR";
-    this.#s.unlink(j);
+    this.s.unlink(j);
     j.pri = pri;
     j.buries++;
     j.state = "buried";
@@ -243,9 +229,9 @@ export class Queue implements Engine {
 
   /** A fresh full TTR for a job reserved by c (not logged, as in 1.12). */
   touch(c: Client, id: number): boolean {
-    const j = this.#s.ownedBy(c, id);
+    const j = this.s.ownedBy(c, id);
     if (!j) return false;
-    const ttr = this.#s.schedule.ttr;
+    const ttr = this.s.schedule.ttr;
     ttr.remove(j);
     j.deadline = jobMs(this.clock.now() + j.ttrMs);
     ttr.push(j);
@@ -254,139 +240,63 @@ export class Queue implements Engine {
 
   /** kick on the used tube: buried jobs if it has any (never delayed ones in the same call), else delayed. */
   kick(c: Client, bound: number): number | "INTERNAL_ERROR" {
-    return this.#s.kickIn(c.use, bound, c.use.buried.size > 0);
+    return this.s.kickIn(c.use, bound, c.use.buried.size > 0);
   }
 
   /** kick-job: a buried or delayed job in any tube. */
   kickJob(id: number): "KICKED" | Refusal {
-    const j = this.#s.jobs.get(id);
+    const j = this.s.jobs.get(id);
     if (!j || (j.state !== "buried" && j.state !== "delayed")) return "NOT_FOUND";
-    if (!this.#s.kickOne(j)) return "INTERNAL_ERROR";
-    if (j.tube.waiting > 0) this.#s.serve([j.tube]);
+    if (!this.s.kickOne(j)) return "INTERNAL_ERROR";
+    if (j.tube.waiting > 0) this.s.serve([j.tube]);
     return "KICKED";
-  }
-
-  // ---- looking --------------------------------------------------------------------
-
-  peek(id: number): Job | undefined {
-    return this.#s.jobs.get(id);
-  }
-  peekReady(c: Client): Job | undefined {
-    return c.use.ready.peek();
-  }
-  peekDelayed(c: Client): Job | undefined {
-    return c.use.delayed.peek();
-  }
-  /** The oldest-buried job of the used tube (head of its FIFO). */
-  peekBuried(c: Client): Job | undefined {
-    return c.use.buried.head ?? undefined;
-  }
-
-  statsJob(id: number): JobStats | undefined {
-    const j = this.#s.jobs.get(id);
-    if (!j) return undefined;
-    const st = jobStats(j, this.clock.now(), this.wal.fileOf(id));
-    return this.#s.extras.size > 0 ? this.#x.jobStats(st) : st;
-  }
-
-  statsTube(name: string): TubeStats | undefined {
-    const t = this.#s.tubes.get(name);
-    return t && tubeStats(t, this.clock.now());
-  }
-
-  stats(): EngineStats {
-    return {
-      ...jobGauges(this.#s.tubes.all()),
-      tubes: this.#s.tubes.size,
-      waiting: this.#s.waits.count,
-      totalJobs: this.#s.totalJobs,
-      jobTimeouts: this.#s.jobTimeouts,
-      draining: this.#draining,
-      binlog: this.wal.stats(),
-    };
-  }
-
-  tubeNames(): string[] {
-    return this.#s.tubes.all().map((t) => t.name);
-  }
-
-  tubes(names: readonly string[]): TubeSnapshot[] {
-    const now = this.clock.now();
-    const out: TubeSnapshot[] = [];
-    for (const n of names) {
-      const t = this.#s.tubes.get(n);
-      if (t) out.push(tubeSnapshot(t, now));
-    }
-    return out;
-  }
-
-  listJobs(tube: string, state: ListState, limit: number, offset = 0): JobList | undefined {
-    const t = this.#s.tubes.get(tube);
-    return t && listJobs(t, state, limit, this.clock.now(), offset);
-  }
-
-  metrics(): EngineMetrics {
-    return {
-      readyToReserve: this.#s.readyToReserve,
-      reserveToDelete: this.#s.reserveToDelete,
-      log: this.wal.health?.(),
-      deadLettered: this.#s.deadLettered,
-    };
   }
 
   // ---- tubes ----------------------------------------------------------------------
 
   use(c: Client, name: string): void {
-    this.#s.tubes.use(c, name);
+    this.s.tubes.use(c, name);
   }
 
   watch(c: Client, name: string): number {
-    return this.#s.tubes.watch(c, name);
+    return this.s.tubes.watch(c, name);
   }
 
   /** Never creates a tube. */
   ignore(c: Client, name: string): number | "NOT_IGNORED" {
-    return this.#s.tubes.ignore(c, name);
+    return this.s.tubes.ignore(c, name);
   }
 
   /** pause-tube; 0 s unpauses at once and serves waiting clients. False if no such tube. */
   pauseTube(name: string, delaySec: number): boolean {
-    const t = this.#s.tubes.get(name);
+    const t = this.s.tubes.get(name);
     if (!t) return false;
     t.cmdPauseTube++;
     if (delaySec === 0) {
       t.pauseMs = t.unpauseAt = 0;
-      this.#s.tubes.paused.delete(t);
-      this.#s.serve([t]);
+      this.s.tubes.paused.delete(t);
+      this.s.serve([t]);
     } else {
       t.pauseMs = delaySec * 1000;
       t.unpauseAt = this.clock.now() + t.pauseMs;
-      this.#s.tubes.paused.add(t);
-      this.#s.schedule.at(t.unpauseAt);
+      this.s.tubes.paused.add(t);
+      this.s.schedule.at(t.unpauseAt);
     }
     return true;
-  }
-
-  hasTube(name: string): boolean {
-    return this.#s.tubes.get(name) !== undefined;
   }
 
   // ---- extensions (core/extensions.ts) ------------------------------------------------
 
   deleteTube(tube: string, state?: TubeState): number | Refusal {
-    return this.#x.deleteTube(tube, state);
+    return this.x.deleteTube(tube, state);
   }
 
   kickTube(tube: string, bound: number, state?: "buried" | "delayed"): number | Refusal {
-    return this.#x.kickTube(tube, bound, state);
-  }
-
-  peekTube(tube: string, state: ListState): Job | undefined {
-    return this.#x.peekTube(tube, state);
+    return this.x.kickTube(tube, bound, state);
   }
 
   putAt(c: Client, pri: number, atSec: number, ttrSec: number, body: Uint8Array, id: number): Job | PutResult {
-    return this.#draining ? "DRAINING" : this.#x.putAt(c, pri, atSec, ttrSec, body, id);
+    return this.#draining ? "DRAINING" : this.x.putAt(c, pri, atSec, ttrSec, body, id);
   }
 
   putUnique(
@@ -398,15 +308,15 @@ export class Queue implements Engine {
     body: Uint8Array,
     id: number,
   ): Job | PutResult | Exists {
-    return this.#draining ? "DRAINING" : this.#x.putUnique(c, key, pri, delaySec, ttrSec, body, id);
+    return this.#draining ? "DRAINING" : this.x.putUnique(c, key, pri, delaySec, ttrSec, body, id);
   }
 
   setDlq(tube: string, maxAttempts: number, deadTube: string): "OK" | "INTERNAL_ERROR" {
-    return this.#x.setDlq(tube, maxAttempts, deadTube);
+    return this.x.setDlq(tube, maxAttempts, deadTube);
   }
 
   setBackoff(tube: string, baseSec: number, capSec: number): "OK" | "INTERNAL_ERROR" {
-    return this.#x.setBackoff(tube, baseSec, capSec);
+    return this.x.setBackoff(tube, baseSec, capSec);
   }
 
   // ---- the server -----------------------------------------------------------------
@@ -425,7 +335,7 @@ export class Queue implements Engine {
 
   /** With a log, replies that show a change wait for the turn's one append (core/log_turn.ts). */
   settle(s: Settling, changed: boolean, replies: boolean): boolean {
-    const turn = this.#s.turn;
+    const turn = this.s.turn;
     // A batch that logged nothing waits too while a turn is under way: it may show a
     // change those records describe (a reserve of a job just put).
     if (turn === undefined || !(changed || (turn.pending && replies))) return false;
@@ -435,13 +345,13 @@ export class Queue implements Engine {
 
   /** @internal For tests: the log's per-turn append (undefined without a log). */
   get logTurn(): LogTurn | undefined {
-    return this.#s.turn;
+    return this.s.turn;
   }
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#s.schedule.stop();
+    this.s.schedule.stop();
     this.wal.close();
   }
 
@@ -452,12 +362,12 @@ export class Queue implements Engine {
    * due (monotonic ms, or Infinity). The one timer calls it; tests may too.
    */
   tick(): number {
-    return this.#s.tick();
+    return this.s.tick();
   }
 
   /** When tick() next has work (monotonic ms), or Infinity. */
   nextDue(): number {
-    return this.#s.nextDue();
+    return this.s.nextDue();
   }
 
   // ---- restart --------------------------------------------------------------------
@@ -468,14 +378,14 @@ export class Queue implements Engine {
    * Ids continue above maxId. Counters are not restored (as 1.12).
    */
   restore(records: Iterable<JobRecord>, maxId: number, policies?: Map<string, RetryPolicy>): void {
-    if (policies) this.#x.restorePolicies(policies);
-    this.#s.records.restore(records, this.#s.tubes, (j) => this.#s.jobs.set(j), (j) => this.#s.addDelayed(j));
+    if (policies) this.x.restorePolicies(policies);
+    this.s.records.restore(records, this.s.tubes, (j) => this.s.jobs.set(j), (j) => this.s.addDelayed(j));
     this.#nextId = Math.max(this.#nextId, maxId + 1);
   }
 
   /** The current state of a live job as a log record (for compaction); undefined if gone. */
   liveRecord(id: number): JobRecord | undefined {
-    const j = this.#s.jobs.get(id);
-    return j ? this.#s.records.of(j, j.state, this.clock.now(), true) : undefined;
+    const j = this.s.jobs.get(id);
+    return j ? this.s.records.fresh(j, this.clock.now()) : undefined;
   }
 }

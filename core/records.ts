@@ -6,10 +6,32 @@ import type { Tubes } from "./tubes.ts";
 import type { JobRecord, JobState } from "./wal.ts";
 import type { JobExtras } from "./extras.ts";
 
+/** A JobRecord whose optional fields are always present (undefined when absent): one shape. */
+type Scratch = { [K in keyof JobRecord]-?: JobRecord[K] | undefined } & { state: JobRecord["state"] };
+
 export class Records {
   readonly #clock: Clock;
   /** The store's extension state by job id (see store.ts): full records carry a job's key and origin. */
   readonly #extras: Map<number, JobExtras>;
+  /** What of() fills in (its optional fields undefined when absent: the log tests for undefined). */
+  readonly #scratch: Scratch = {
+    id: 0,
+    tube: "",
+    pri: 0,
+    delayMs: 0,
+    ttrMs: 0,
+    createdAtMs: 0,
+    deadlineAtMs: 0,
+    state: "ready",
+    reserves: 0,
+    timeouts: 0,
+    releases: 0,
+    buries: 0,
+    kicks: 0,
+    body: undefined,
+    key: undefined,
+    from: undefined,
+  };
   #wallOffset = 0;
   #checkedAt = -Infinity;
 
@@ -37,11 +59,43 @@ export class Records {
   }
 
   /**
-   * The job, in the given state, as a record at monotonic time `now`. The body (a
-   * view, not a copy) is attached only when asked for: only full records (a put, a
-   * compaction move) carry it.
+   * The job, in the given state, as a record at monotonic time `now`, for the log to
+   * take in the call it is passed to (Wal.put/update): the same object every time, so
+   * that logging a change allocates nothing (the log keeps nothing of it; wal.ts). The
+   * body (a view, not a copy) is attached only when asked for: only full records (a
+   * put, a compaction move) carry it. fresh() makes a record to keep.
    */
   of(j: Job, state: JobState | "deleted", now: number, withBody = false): JobRecord {
+    const rec = this.#scratch;
+    rec.id = j.id;
+    rec.tube = j.tube.name;
+    rec.pri = j.pri;
+    rec.delayMs = j.delayMs;
+    rec.ttrMs = j.ttrMs;
+    rec.createdAtMs = this.wall(j.createdAt, now);
+    rec.deadlineAtMs = j.state === "delayed" ? this.wall(j.deadline, now) : 0;
+    rec.state = state;
+    rec.reserves = j.reserves;
+    rec.timeouts = j.timeouts;
+    rec.releases = j.releases;
+    rec.buries = j.buries;
+    rec.kicks = j.kicks;
+    rec.body = undefined;
+    rec.key = undefined;
+    rec.from = undefined;
+    if (withBody) {
+      rec.body = j.body;
+      const x = this.#extras.size > 0 ? this.#extras.get(j.id) : undefined;
+      if (x !== undefined) {
+        rec.key = x.key;
+        rec.from = x.from;
+      }
+    }
+    return rec as JobRecord;
+  }
+
+  /** The job as a record of its own (for a caller that keeps it), body included. */
+  fresh(j: Job, now: number): JobRecord {
     const rec: JobRecord = {
       id: j.id,
       tube: j.tube.name,
@@ -50,19 +104,17 @@ export class Records {
       ttrMs: j.ttrMs,
       createdAtMs: this.wall(j.createdAt, now),
       deadlineAtMs: j.state === "delayed" ? this.wall(j.deadline, now) : 0,
-      state,
+      state: j.state,
       reserves: j.reserves,
       timeouts: j.timeouts,
       releases: j.releases,
       buries: j.buries,
       kicks: j.kicks,
+      body: j.body,
     };
-    if (withBody) {
-      rec.body = j.body;
-      const x = this.#extras.size > 0 ? this.#extras.get(j.id) : undefined;
-      if (x?.key !== undefined) rec.key = x.key;
-      if (x?.from !== undefined) rec.from = x.from;
-    }
+    const x = this.#extras.size > 0 ? this.#extras.get(j.id) : undefined;
+    if (x?.key !== undefined) rec.key = x.key;
+    if (x?.from !== undefined) rec.from = x.from;
     return rec;
   }
 

@@ -58,7 +58,9 @@ export interface Recovered {
  * cannot be logged (disk full, I/O error, log closed): the engine then refuses the
  * command with beanstalkd's reply and leaves the job as it was. An accepted record
  * may still be pending in memory: flush() writes it, and nothing may be acknowledged
- * before a flush() that covers it has returned true.
+ * before a flush() that covers it has returned true. A record passed to put/update is
+ * the caller's and valid only during that call (the engine fills one object for every
+ * change, records.ts): a log keeps what it needs of it, never the object.
  */
 export interface Wal {
   /** A new job (full record). */

@@ -1,6 +1,7 @@
 // The write-ahead log behind `-b DIR` (opened by open.ts): the write path, rotation, collection of
-// dead files; the compaction policy is compaction.ts. Why it works the way it does (batching, the disk-full reserve,
-// which files may go when, ids): README.md in this folder.
+// dead files; the compaction policy is compaction.ts, when the files are fsynced (and what a failed
+// fsync leads to) sync.ts, the counts of what was written tally.ts. Why it works the way it does
+// (batching, the disk-full reserve, which files may go when, ids): README.md in this folder.
 import { errorText } from "../files.ts";
 import type { JobRecord, JobState, Wal } from "../wal.ts";
 import type { Clock } from "../clock.ts";
@@ -19,18 +20,17 @@ import {
 import type { Encode, PolicyRecord } from "./codec.ts";
 import { type Ballast, WRITE_RESERVE } from "./ballast.ts";
 import { Compaction } from "./compaction.ts";
-import { GroupCommit } from "./sync.ts";
+import { Fsync } from "./sync.ts";
+import { WriteTally } from "./tally.ts";
 import type { Segments } from "./segments.ts";
 import { ID_BLOCK, type IdMark } from "./ids.ts";
 import type { Homes, JobInfo } from "./homes.ts";
 import type { BinlogOptions, BinlogParts, LiveLookup } from "./options.ts";
-import { FSYNC_BOUNDS_MS, Histogram } from "../histogram.ts";
 
 export class Binlog implements Wal {
   readonly logs = true;
   readonly durableAcks: boolean;
   #opts: BinlogOptions;
-  #clock: Pick<Clock, "now">;
   #live: LiveLookup;
   #unlock: () => void;
   #segs: Segments;
@@ -41,26 +41,11 @@ export class Binlog implements Wal {
   #ids: IdMark;
   #buryOrder: number;
   #ballast: Ballast;
-  #commit: GroupCommit;
-  #lastSyncMs = -Infinity;
+  #fsync: Fsync;
   #compaction: Compaction;
-  #relieveQueued = false;
-  #needCheckpoint = false;
   #closed = false;
-  #recordsWritten = 0;
-  #recordsMigrated = 0;
-  /** For the metrics port: bytes written (pending ones included, taken back if lost), failures, fsync times. */
-  #bytesWritten = 0;
-  #pendingBytes = 0;
-  #diskErrors = 0;
-  #writable = true;
-  readonly #fsync = new Histogram(FSYNC_BOUNDS_MS);
-  /** Pending records from put()/update(), all pending records, pending moved ones. */
-  #pendingOwn = 0;
-  #pendingRecords = 0;
-  #pendingMigrated = 0;
-  /** Records from put()/update() were lost since the last flush() call: it must say so. */
-  #lost = false;
+  /** Records and bytes written, failures (tally.ts). */
+  readonly #tally = new WriteTally();
   #flushQueued = false;
   /** A caller will flush() this turn (hold()): the end-of-turn flush leaves its records to it. */
   #held = false;
@@ -70,7 +55,6 @@ export class Binlog implements Wal {
   constructor(opts: BinlogOptions, clock: Pick<Clock, "now">, live: LiveLookup, unlock: () => void, p: BinlogParts) {
     this.#opts = opts;
     this.durableAcks = opts.durableAcks;
-    this.#clock = clock;
     this.#live = live;
     this.#unlock = unlock;
     this.#idHigh = p.maxId;
@@ -80,9 +64,20 @@ export class Binlog implements Wal {
     this.#ids = p.ids;
     this.#homes = p.homes;
     this.#ballast = p.ballast;
-    this.#segs.ballast = (n) => this.#ballast.release(n);
+    this.#segs.ballast = this.#release;
     this.#segs.onFlush = (ok) => this.#flushed(ok);
-    this.#commit = new GroupCommit(() => this.#sync(), () => this.#segs.position);
+    this.#fsync = new Fsync({
+      segs: this.#segs,
+      ids: this.#ids,
+      opts,
+      clock,
+      idsCovered: () => this.#idsCovered(),
+      rewriteLive: () => this.#rewriteLive(),
+      diskError: (stopped) => {
+        this.#tally.diskErrors++;
+        if (stopped) this.#tally.writable = false;
+      },
+    });
     this.#policies = p.policies;
     this.#segs.onRotate = () => this.#restate();
     this.#segs.rotate(this.#idHigh);
@@ -98,7 +93,7 @@ export class Binlog implements Wal {
       migrate: (id, rescue) => this.#migrate(id, rescue),
       collect: () => this.#collect(),
     });
-    if (this.#segs.pendingDead > 0) this.#commit.kick();
+    if (this.#segs.pendingDead > 0) this.#fsync.kick();
   }
 
   put(rec: JobRecord): boolean {
@@ -107,27 +102,35 @@ export class Binlog implements Wal {
       this.#opts.log(`binlog: job ${rec.id} has no body; not logged`);
       return false;
     }
-    const old = this.#homes.jobs.get(rec.id);
+    // ids only grow: a job above every id put so far has no record yet (a lookup would be a miss that walks)
+    const old = rec.id > this.#maxPutId ? undefined : this.#homes.jobs.get(rec.id);
     if (!this.#ballast.ensure(this.#homes.jobs.size + (old ? 0 : 1))) return false;
     this.#maxPutId = Math.max(this.#maxPutId, rec.id);
     const newHigh = rec.id > this.#idHigh - ID_BLOCK / 2 ? rec.id + ID_BLOCK : 0;
     const size = fullRecordSize(rec);
     const order = rec.state === "buried" ? this.#buryOrder + 1 : 0;
-    const ok = this.#write(size + (newHigh ? IDS_RECORD_SIZE : 0), false, true, (salt, buf, v, at) => {
-      if (newHigh) at = encodeIdsAt(newHigh, salt, buf, v, at);
-      encodeJobAt(true, rec, order, salt, buf, v, at);
-    });
-    if (!ok) return false;
+    const total = size + (newHigh ? IDS_RECORD_SIZE : 0);
+    let at = this.#claim(total, false);
+    if (at < 0) return false;
+    const segs = this.#segs;
+    const salt = segs.current!.seed;
+    try {
+      if (newHigh) at = encodeIdsAt(newHigh, salt, segs.buf, segs.view, at);
+      encodeJobAt(true, rec, order, salt, segs.buf, segs.view, at);
+    } catch (e) {
+      return this.#unencodable(e);
+    }
+    if (!this.#added(total, true)) return false;
     if (newHigh) {
       this.#idHigh = newHigh;
       this.#ids.record(newHigh);
       // make the reservation durable well before its ids run out
-      if (this.#opts.fsyncMs !== "never") this.#commit.kick();
+      if (this.#opts.fsyncMs !== "never") this.#fsync.kick();
     }
     this.#buryOrder = Math.max(this.#buryOrder, order);
-    const to: JobInfo = { file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order };
-    if (old) this.#homes.move(rec.id, old, to);
-    else this.#homes.home(rec.id, to);
+    const to: JobInfo = { id: rec.id, file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order };
+    if (old) this.#homes.move(old, to);
+    else this.#homes.home(to);
     this.#afterWrite(size);
     return true;
   }
@@ -139,13 +142,13 @@ export class Binlog implements Wal {
   /** delete-tube: these jobs are deleted, in one record (kind 5) however many they are. */
   purge(tube: string, ids: readonly number[]): boolean {
     if (this.#closed) return false;
-    const known = ids.filter((id) => this.#homes.jobs.has(id));
+    const known = ids.filter((id) => this.#homes.jobs.get(id) !== undefined);
     if (known.length === 0) return true;
     const size = purgeRecordSize(tube, known.length);
     if (!this.#write(size, true, true, (salt, buf, v, at) => encodePurgeAt(tube, known, salt, buf, v, at))) {
       return false;
     }
-    for (const id of known) this.#homes.unhome(id, this.#homes.jobs.get(id)!);
+    for (const id of known) this.#homes.unhome(this.#homes.jobs.get(id)!);
     this.#afterWrite(size);
     return true;
   }
@@ -165,10 +168,11 @@ export class Binlog implements Wal {
   #restate(): void {
     for (const [tube, p] of this.#policies) {
       const size = policyRecordSize(tube, p);
-      const salt = this.#segs.current!.seed;
-      this.#segs.add(size, false, (buf, v, at) => encodePolicyAt(tube, p, salt, buf, v, at));
-      this.#bytesWritten += size;
-      this.#recordsWritten++;
+      const segs = this.#segs;
+      const at = segs.claim(size);
+      encodePolicyAt(tube, p, segs.current!.seed, segs.buf, segs.view, at); // written once already: cannot throw
+      segs.commit(size, false);
+      this.#tally.restated(size);
     }
   }
 
@@ -181,8 +185,8 @@ export class Binlog implements Wal {
   flush(): boolean {
     this.#held = false;
     const ok = this.#segs.flush();
-    const lost = this.#lost;
-    this.#lost = false;
+    const lost = this.#tally.lost;
+    this.#tally.lost = false;
     return ok && !lost;
   }
 
@@ -199,14 +203,18 @@ export class Binlog implements Wal {
     const del = rec.state === "deleted";
     if (!del && !this.#ballast.ensure(this.#homes.jobs.size)) return false;
     const order = rec.state !== "buried" ? 0 : j.state === "buried" ? j.buryOrder : this.#buryOrder + 1;
-    if (
-      !this.#write(SHORT_RECORD_SIZE, del, own, (salt, buf, v, at) => encodeJobAt(false, rec, order, salt, buf, v, at))
-    ) {
-      return false;
+    const at = this.#claim(SHORT_RECORD_SIZE, del);
+    if (at < 0) return false;
+    const segs = this.#segs;
+    try {
+      encodeJobAt(false, rec, order, segs.current!.seed, segs.buf, segs.view, at);
+    } catch (e) {
+      return this.#unencodable(e);
     }
+    if (!this.#added(SHORT_RECORD_SIZE, own)) return false;
     this.#buryOrder = Math.max(this.#buryOrder, order);
     if (del) {
-      this.#homes.unhome(rec.id, j);
+      this.#homes.unhome(j);
     } else {
       j.state = rec.state as JobState;
       j.buryOrder = order;
@@ -237,26 +245,18 @@ export class Binlog implements Wal {
    */
   syncAll(): Promise<boolean> {
     if (this.#closed || !this.flush()) return Promise.resolve(false);
-    return this.#commit.wait();
+    return this.#fsync.wait();
   }
 
   synced(): Promise<void> {
     if (!this.durableAcks || this.#closed) return Promise.resolve();
-    return this.#commit.wait().then((ok) => {
+    return this.#fsync.wait().then((ok) => {
       if (!ok) throw new Error("binlog: fsync failed; recent changes may not be on disk");
     });
   }
 
   tick(nowMs: number): number | undefined {
-    const every = this.#opts.fsyncMs;
-    if (this.#closed || every === "never") return undefined;
-    if (this.#segs.position <= this.#commit.synced && this.#segs.pendingDead === 0) return undefined;
-    if (this.#commit.active) return Math.max(every, 5);
-    const due = this.#lastSyncMs + every;
-    if (nowMs < due) return due - nowMs;
-    this.#lastSyncMs = nowMs;
-    this.#commit.kick();
-    return Math.max(every, 5);
+    return this.#fsync.tick(nowMs);
   }
 
   stats() {
@@ -264,19 +264,19 @@ export class Binlog implements Wal {
       oldestIndex: this.#segs.oldest?.seq ?? 0,
       currentIndex: this.#segs.current?.seq ?? 0,
       maxSize: this.#opts.maxFileSize,
-      recordsWritten: this.#recordsWritten,
-      recordsMigrated: this.#recordsMigrated,
+      recordsWritten: this.#tally.recordsWritten,
+      recordsMigrated: this.#tally.recordsMigrated,
     };
   }
 
   /** Bytes in log files, bytes of live jobs' full records, file count (for tests and debugging). */
   health() {
     return {
-      bytesWritten: this.#bytesWritten,
+      bytesWritten: this.#tally.bytesWritten,
       files: this.#segs.count,
-      diskErrors: this.#diskErrors,
-      writable: this.#writable && !this.#closed && !this.#needCheckpoint,
-      fsync: this.#fsync,
+      diskErrors: this.#tally.diskErrors,
+      writable: this.#tally.writable && !this.#closed && !this.#fsync.needCheckpoint,
+      fsync: this.#fsync.histogram,
     };
   }
 
@@ -292,11 +292,12 @@ export class Binlog implements Wal {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#fsync.close();
     // writes what is pending first
     const ok = this.#segs.closeAll(this.#opts.fsyncMs !== "never" || this.durableAcks);
     this.#ids.close(this.#opts.fsyncMs !== "never" || this.durableAcks);
     this.#ballast.close();
-    this.#commit.settleAll(ok);
+    this.#fsync.settleAll(ok);
     try {
       this.#unlock();
     } catch (e) {
@@ -306,78 +307,80 @@ export class Binlog implements Wal {
 
   /**
    * Make room (rotating if needed), encode with the file's salt, add it to the
-   * pending records; count it. `own`: from put()/update().
+   * pending records; count it. `own`: from put()/update(). For the rarer records; put
+   * and update encode straight into the pending buffer (#claim, #added).
    */
   #write(size: number, useBallast: boolean, own: boolean, encode: Encode): boolean {
+    const at = this.#claim(size, useBallast);
+    if (at < 0) return false;
+    const segs = this.#segs;
+    try {
+      encode(segs.current!.seed, segs.buf, segs.view, at);
+    } catch (e) {
+      return this.#unencodable(e);
+    }
+    return this.#added(size, own);
+  }
+
+  /**
+   * Make room for a record of `size` bytes (rotating if needed): where to encode it in
+   * segs.buf (with the current file's salt, read after this call), or -1 when the log
+   * cannot take it. `useBallast`: a delete may draw on the ballast for room.
+   */
+  #claim(size: number, useBallast: boolean): number {
     const segs = this.#segs;
     // the ballast's write reserve stands for this much pending (ballast.ts)
+    if ((size > WRITE_RESERVE || segs.pending + size > WRITE_RESERVE) && !segs.flush()) return -1;
+    if (!segs.room(size, this.#opts.maxFileSize, this.#idHigh, useBallast ? this.#release : undefined)) return -1;
+    return segs.claim(size);
+  }
+
+  #unencodable(e: unknown): false {
+    this.#opts.log(`binlog: cannot encode a record: ${errorText(e)}`);
+    return false;
+  }
+
+  /** The record encoded at #claim()'s offset joins the pending ones and is counted; false if it was lost. */
+  #added(size: number, own: boolean): boolean {
+    const segs = this.#segs;
     const alone = size > WRITE_RESERVE;
-    if ((alone || segs.pending + size > WRITE_RESERVE) && !segs.flush()) return false;
-    const release = useBallast ? (n: number) => this.#ballast.release(n) : undefined;
-    if (!segs.room(size, this.#opts.maxFileSize, this.#idHigh, release)) return false;
-    const salt = segs.current!.seed;
-    try {
-      segs.add(size, !alone, (buf, v, at) => encode(salt, buf, v, at));
-    } catch (e) {
-      this.#opts.log(`binlog: cannot encode a record: ${errorText(e)}`);
-      return false;
-    }
-    this.#recordsWritten++;
-    this.#bytesWritten += size;
-    this.#pendingBytes += size;
-    this.#pendingRecords++;
-    if (own) this.#pendingOwn++;
+    segs.commit(size, !alone);
+    this.#tally.added(size, own);
     if (alone) {
       // Bigger than the reserve: written at once, so a full disk refuses this command
       // (the only record lost) rather than the batch.
-      const lost = this.#lost;
+      const lost = this.#tally.lost;
       if (!segs.flush()) {
-        this.#lost = lost;
+        this.#tally.lost = lost;
         return false;
       }
       return true;
     }
-    if (!this.#flushQueued) {
+    if (!this.#flushQueued && !this.#held) {
       // the server flushes at the end of each batch; this catches anything left over
+      // (not needed while a caller has said it will flush this turn: hold())
       this.#flushQueued = true;
-      queueMicrotask(() => {
-        this.#flushQueued = false;
-        if (!this.#closed && !this.#held) this.#segs.flush();
-      });
+      queueMicrotask(this.#leftOver);
     }
     return true;
   }
 
-  /**
-   * After each flush that had records: forget or undo what they did. After a write,
-   * fsync when the -f interval has passed (as 1.12 does after every write; once per
-   * batch is enough, the fsync starts after the batch anyway).
-   */
+  readonly #leftOver = (): void => {
+    this.#flushQueued = false;
+    if (!this.#closed && !this.#held) this.#segs.flush();
+  };
+
+  readonly #release = (n: number): boolean => this.#ballast.release(n);
+
+  /** After each flush that had records: forget or undo what they did; after a write, maybe fsync (sync.ts). */
   #flushed(ok: boolean): void {
-    this.#writable = ok;
+    this.#tally.flushed(ok);
     if (ok) {
       this.#homes.keepMoves();
-      const every = this.#opts.fsyncMs;
-      if (every !== "never" && !this.#closed) {
-        const now = this.#clock.now();
-        if (now - this.#lastSyncMs >= every) {
-          this.#lastSyncMs = now;
-          this.#commit.kick();
-        }
-      }
+      this.#fsync.afterFlush();
     } else {
-      this.#diskErrors++;
-      if (this.#pendingOwn > 0) this.#lost = true;
-      this.#bytesWritten -= this.#pendingBytes;
-      this.#recordsWritten -= this.#pendingRecords;
-      this.#recordsMigrated -= this.#pendingMigrated;
       this.#homes.undoMoves();
     }
-    this.#pendingOwn =
-      this.#pendingRecords =
-      this.#pendingMigrated =
-      this.#pendingBytes =
-        0;
   }
 
   /** ids.N durably covers every id handed out (see the header: early removal). */
@@ -390,47 +393,10 @@ export class Binlog implements Wal {
     this.#collect();
   }
 
-  /**
-   * Remove the dead files that may go now (see the header). Others wait for a sync:
-   * ask for it now rather than at the next -f interval, so the disk they hold is
-   * bounded by one fsync's latency, not by the interval; and when even that lets
-   * them pass -s, relieve the pressure at the end of this turn.
-   */
+  /** Remove the dead files that may go now (see the header); the others wait for a sync (Fsync.hurry). */
   #collect(): void {
-    this.#segs.collect(this.#commit.synced, this.#idsCovered());
-    if (this.#segs.pendingDead === 0) return;
-    this.#commit.kick();
-    if (this.#segs.pendingDead > this.#opts.maxFileSize && !this.#relieveQueued) {
-      this.#relieveQueued = true;
-      queueMicrotask(() => this.#relieve());
-    }
-  }
-
-  /**
-   * Dead files waiting for a sync hold more than -s: writes are outrunning the
-   * disk (an fsync round takes longer than it takes to write -s bytes), and only
-   * waiting would let the log grow with fsync latency. So fsync now, blocking, the
-   * files and the directory: the waiting files can then go at once (the names
-   * too, because the file holding the moves is usually newer than the running
-   * round, which ends late when the event loop is busy), and while the disk is
-   * slow the blocking fsyncs hold the writers back. At most once per turn, and
-   * only under this pressure (with a small -s and a fast writer).
-   */
-  #relieve(): void {
-    this.#relieveQueued = false;
-    if (this.#closed || this.#needCheckpoint || this.#segs.pendingDead <= this.#opts.maxFileSize) return;
-    try {
-      const startMs = this.#clock.now();
-      this.#segs.syncNow(this.#commit.synced);
-      this.#fsync.observe(this.#clock.now() - startMs);
-    } catch (e) {
-      this.#diskErrors++;
-      this.#opts.log(`binlog: fsync failed: ${errorText(e)}; rewriting live jobs into a new file`);
-      this.#needCheckpoint = true;
-      this.#commit.kick();
-      return;
-    }
-    this.#segs.collect(this.#commit.synced, this.#idsCovered());
+    this.#segs.collect(this.#fsync.synced, this.#idsCovered());
+    if (this.#segs.pendingDead > 0) this.#fsync.hurry();
   }
 
   /**
@@ -458,55 +424,20 @@ export class Binlog implements Wal {
       return false;
     }
     this.#buryOrder = Math.max(this.#buryOrder, order);
-    this.#recordsMigrated++;
-    if (this.#segs.pending > 0) this.#pendingMigrated++; // else already written (a big record)
-    this.#homes.move(id, j, { file: this.#segs.current!, size, state: rec.state, buryOrder: order });
+    this.#tally.migrated(this.#segs.pending > 0); // else already written (a big record)
+    this.#homes.move(j, { id, file: this.#segs.current!, size, state: rec.state, buryOrder: order });
     return true;
   }
 
-  /** One group-commit round: fsync every file with unsynced bytes (and ids.N), then collect. */
-  async #sync(): Promise<number | false> {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      if (this.#closed) return false;
-      if (this.#needCheckpoint && !this.#checkpoint()) return false;
-      // a sync covers only what is in the files; records lost here fail the round
-      if (!this.#segs.flush()) return false;
-      this.#lastSyncMs = this.#clock.now();
-      const target = this.#segs.position;
-      const ids = this.#ids.sync(); // never throws
-      const startMs = this.#clock.now();
-      try {
-        await this.#segs.syncAll(this.#commit.synced);
-        this.#fsync.observe(this.#clock.now() - startMs);
-      } catch (e) {
-        this.#diskErrors++;
-        this.#writable = false;
-        await ids;
-        if (this.#closed) return false;
-        this.#opts.log(`binlog: fsync failed: ${errorText(e)}; rewriting live jobs into a new file`);
-        this.#needCheckpoint = true;
-        continue;
-      }
-      await ids;
-      if (!this.#closed) this.#segs.collect(target, this.#idsCovered());
-      // files that died while this fsync ran are handled by the next round
-      if (!this.#closed && this.#segs.pendingDead > 0) this.#commit.kick();
-      return target;
-    }
-    return false;
-  }
-
-  /** After a failed fsync: every live job again in a fresh file, older files then collectable. */
-  #checkpoint(): boolean {
-    this.#needCheckpoint = true;
+  /** After a failed fsync (sync.ts): every live job again in a fresh file, older files then collectable. */
+  #rewriteLive(): boolean {
     this.#segs.abandonUnsynced();
     if (!this.#segs.rotate(this.#idHigh)) return false;
     const first = this.#segs.current!.seq;
-    for (const [id, j] of [...this.#homes.jobs]) {
-      if (j.file.seq < first && !this.#migrate(id)) return false;
+    for (const f of [...this.#segs.files]) {
+      if (f.seq >= first) break;
+      for (const id of this.#homes.liveIds(f)) if (!this.#migrate(id)) return false;
     }
-    if (!this.#segs.flush()) return false; // moves undone: the next round tries again
-    this.#needCheckpoint = false;
-    return true;
+    return this.#segs.flush(); // moves undone: the next round tries again
   }
 }

@@ -52,7 +52,7 @@ export class Compaction {
     const h = this.#host;
     let rescue = false;
     while (!h.closed() && this.#credit > 0 && this.#wasteful()) {
-      const id = h.segs.oldestLiveId();
+      const id = h.homes.oldestLiveId();
       if (id === undefined) break;
       const before = h.segs.position;
       if (!h.migrate(id, rescue)) {
@@ -83,7 +83,7 @@ export class Compaction {
     const file = jobs.get(id)?.file;
     if (!file || file === h.segs.current) return false;
     let live = 0;
-    for (const other of file.ids) live += jobs.get(other)?.size ?? 0;
+    for (const other of h.homes.liveIds(file)) live += jobs.get(other)!.size;
     return live <= file.size / 2 && live + ballastFor(jobs.size) <= h.ballast.size;
   }
 }

@@ -9,7 +9,15 @@ export interface LogFile {
   /** Position where its header starts (0 for files found at startup). */
   start: number;
   /** Live jobs whose newest full record is in this file. */
-  ids: Set<number>;
+  live: number;
+  /**
+   * Ids of the jobs homed here, in the order they came (homes.ts): a job that left
+   * (moved, deleted) stays listed until a walk passes it, and one that came back is
+   * listed again. Bounded by the records in the file; dropped with the file.
+   */
+  homed: number[];
+  /** Where the walk for a live job (Homes.liveIn) goes on: every earlier entry has left. */
+  cursor: number;
   /** CRC seed of this file's salt (only used while it is written). */
   seed: number;
   handle: AppendFile | undefined;

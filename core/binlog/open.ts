@@ -60,7 +60,7 @@ function rebuild(opts: BinlogOptions, files: Files, r: ReturnType<typeof replay>
   const homes = new Homes(segs);
   for (const [id, j] of r.jobs) {
     const file = segs.bySeq(j.file)!;
-    homes.home(id, { file, size: j.fullSize, state: j.rec.state as JobState, buryOrder: j.buryOrder });
+    homes.home({ id, file, size: j.fullSize, state: j.rec.state as JobState, buryOrder: j.buryOrder });
   }
   const ballast = new Ballast(files, joinPath(opts.dir, "ballast"), opts.log);
   ballast.ensure(homes.jobs.size);

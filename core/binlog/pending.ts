@@ -17,16 +17,34 @@ export class Pending {
     return this.#size;
   }
 
-  /** `write` puts n bytes into buf[at, at + n) (`v` views all of buf). If it throws, nothing is added. */
-  add(n: number, covered: boolean, write: (buf: Uint8Array, v: DataView, at: number) => void): void {
+  /** The buffer records are encoded into (replaced by a claim() that grows it). */
+  get buf(): Uint8Array {
+    return this.#buf;
+  }
+
+  /** A view of all of buf. */
+  get view(): DataView {
+    return this.#view;
+  }
+
+  /**
+   * Room for n more bytes: returns where they go in buf. They are added only by the
+   * commit(n) that follows (a record that fails to encode is simply not committed), so
+   * a record is encoded straight into the buffer, with no closure or copy between.
+   */
+  claim(n: number): number {
     const at = this.#size;
     if (at + n > this.#buf.length) {
       const grown = new Uint8Array(Math.max(at + n, 2 * this.#buf.length));
       grown.set(this.#buf.subarray(0, at));
       this.#setBuf(grown);
     }
-    write(this.#buf, this.#view, at);
-    this.#size = at + n;
+    return at;
+  }
+
+  /** The n bytes written at claim(n)'s offset are added. */
+  commit(n: number, covered: boolean): void {
+    this.#size += n;
     if (covered) this.#covered += n;
   }
 

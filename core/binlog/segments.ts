@@ -80,7 +80,9 @@ export class Segments {
       const f: LogFile = {
         ...r,
         start: 0,
-        ids: new Set(),
+        live: 0,
+        homed: [],
+        cursor: 0,
         seed: 0,
         handle: undefined,
         lastWrite: 0,
@@ -108,13 +110,9 @@ export class Segments {
     return this.#bySeq.get(seq);
   }
 
-  /** A live job in the oldest file (other than the current one) that still has any. */
-  oldestLiveId(): number | undefined {
-    for (const f of this.#list) {
-      if (f === this.current) return undefined;
-      for (const id of f.ids) return id;
-    }
-    return undefined;
+  /** Every file, oldest first (the current one last). */
+  get files(): readonly LogFile[] {
+    return this.#list;
   }
 
   /** Make sure the current file can take `size` more bytes, rotating if it cannot. */
@@ -168,7 +166,9 @@ export class Segments {
         path,
         size: FILE_HEADER_SIZE,
         start,
-        ids: new Set(),
+        live: 0,
+        homed: [],
+        cursor: 0,
         seed: saltState(salt),
         handle: h,
         lastWrite: this.position,
@@ -194,15 +194,30 @@ export class Segments {
   }
 
   /**
-   * Add `n` bytes of records for the current file (room() must have been called):
-   * `write` puts them into buf[at, at + n) (`v` views all of buf); they count in
-   * sizes and positions at once and are written by the next flush(). If `write`
-   * throws, nothing is added. `covered`: the ballast stands for these bytes, so it
-   * gives back room for them if their write hits ENOSPC.
+   * Where `n` bytes of records for the current file go in `buf` (room() must have been
+   * called): encode them there, then commit(n). Nothing is added without the commit.
    */
-  add(n: number, covered: boolean, write: (buf: Uint8Array, v: DataView, at: number) => void): void {
+  claim(n: number): number {
+    return this.#pending.claim(n);
+  }
+
+  /** The pending buffer (valid until the next claim()) and a view of all of it. */
+  get buf(): Uint8Array {
+    return this.#pending.buf;
+  }
+
+  get view(): DataView {
+    return this.#pending.view;
+  }
+
+  /**
+   * The `n` bytes encoded at claim(n)'s offset are added: they count in sizes and
+   * positions at once and are written by the next flush(). `covered`: the ballast
+   * stands for these bytes, so it gives back room for them if their write hits ENOSPC.
+   */
+  commit(n: number, covered: boolean): void {
     const f = this.current!;
-    this.#pending.add(n, covered, write);
+    this.#pending.commit(n, covered);
     f.size += n;
     this.bytes += n;
     this.position += n;
@@ -270,7 +285,7 @@ export class Segments {
   collect(synced: number, early = false): void {
     for (;;) {
       const f = this.#list[0];
-      if (!f || f === this.current || f.ids.size > 0) break;
+      if (!f || f === this.current || f.live > 0) break;
       this.#markDead(f);
       const go = !this.#syncing || this.#durable(f.deadAt!, f.deadStart, synced) ||
         (early && this.#durable(f.needSync, f.needStart, synced));
@@ -281,7 +296,7 @@ export class Segments {
     }
     let pending = 0;
     for (const f of this.#list) {
-      if (f === this.current || f.ids.size > 0) break;
+      if (f === this.current || f.live > 0) break;
       this.#markDead(f);
       pending += f.size;
     }
