@@ -98,6 +98,12 @@ const HELD_BUDGET = 32 * 1024 * 1024;
  * dropped. Not at once: a connection that has just read is waiting for its turn.
  */
 const STALL_MS = 50;
+/**
+ * Bun runs the data callbacks of every socket its poll found ready in one go. A read of
+ * more than PIECE (a pipeline: one command per read is far less) that comes once this
+ * batch has run for BATCH_MS is held and fed at a turn (svc.turns) instead: see data().
+ */
+const BATCH_MS = 2;
 /** At most one drop line per this long; the drops between are counted into the next. */
 const DROP_LOG_MS = 1000;
 
@@ -107,6 +113,11 @@ let heldTotal = 0;
 const holding = new Set<State>();
 let shedQueued = false;
 let shedTimer: ReturnType<typeof setTimeout> | undefined;
+/** When the batch of data callbacks now running began (-1: none measured). */
+let batchStart = -1;
+const endBatch = (): void => {
+  batchStart = -1;
+};
 let lastDropLog = -Infinity;
 let unloggedDrops = 0;
 let dropLogTimer: ReturnType<typeof setTimeout> | undefined;
@@ -160,9 +171,22 @@ function free(view: Uint8Array): void {
   (view.buffer as ArrayBuffer).transfer(0);
 }
 
-/** Hold (a view of) a chunk the connection does not want yet. */
-function hold(st: State, view: Uint8Array): void {
-  if (st.held.length === 0) {
+/** How long the batch of data callbacks now running has run (measured from the first big read in it). */
+function batchMs(): number {
+  const now = performance.now();
+  if (batchStart < 0) {
+    batchStart = now;
+    setImmediate(endBatch); // after the batch: Bun runs immediates once its poll's callbacks are done
+  }
+  return now - batchStart;
+}
+
+/**
+ * Hold (a view of) a chunk the connection does not want yet. `stalls`: it may count as
+ * stalled from now (not a read put off to a turn: that one has not had its go yet).
+ */
+function hold(st: State, view: Uint8Array, stalls = true): void {
+  if (st.held.length === 0 && stalls) {
     st.fedAt = performance.now();
     holding.add(st);
   }
@@ -275,8 +299,8 @@ function feedHeld(st: State, conn: Connection): boolean {
     }
   }
   if (st.held.length > 0) {
-    if (st.heldBytes < before) {
-      // Some went in: to the back of the line of stalled connections.
+    if (st.heldBytes < before || !holding.has(st)) {
+      // Some went in (or it had not had its go): to the back of the line of stalled connections.
       st.fedAt = performance.now();
       holding.delete(st);
       holding.add(st);
@@ -394,7 +418,12 @@ export function listenBun(svc: Service, addr: ListenAddress, opts: ListenOptions
       if (!conn || conn.closed) return; // nothing to serve it with (before the handshake, or closed)
       // Bun read on after pause(): keep it in order behind what is held already.
       if (st.held.length > 0) hold(st, own(chunk));
-      else feed(st, conn, chunk);
+      else if (chunk.length > PIECE && batchMs() >= BATCH_MS) {
+        // A pipeline in a long batch (1,000 flooders connecting at once): its turn comes
+        // with the others', so that the batch ends and the sockets are polled again.
+        hold(st, own(chunk), false);
+        svc.turns.afterIO(() => conn.onResume?.());
+      } else feed(st, conn, chunk);
       if ((st.held.length > 0 || !conn.wantsInput) && !st.paused && !conn.closed) {
         st.paused = true;
         sock.pause();

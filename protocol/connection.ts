@@ -95,6 +95,10 @@ export class Connection implements Settling {
   #closed = false;
   #inputPaused = false;
   #continueQueued = false;
+  /** The batch being written filled the output (OUT_HIGH): a busy connection's turn. */
+  #full = false;
+  /** After such a batch, the connection waits for the others' turn (#continue(true)). */
+  #yielded = false;
   /** Discarding garbage: no input until DISCARD_PAUSE_MS has passed. */
   #paced = false;
   /** quit was read (or the input ended): close once the replies are out. */
@@ -166,7 +170,14 @@ export class Connection implements Settling {
   /** Bytes from the client: take them in and process what is complete. */
   push(chunk: Uint8Array): void {
     this.#parser.push(chunk);
-    this.#run();
+    // A full batch of replies went out and the connection waits for its next turn
+    // (#continue): take the input in (up to READ_AHEAD_MAX) and run its commands at that
+    // turn, not now. Run now, an adapter pushing the rest of a read ran batch after batch
+    // in one callback while the kernel took the writes (Bun: 240 KB per data callback of
+    // a peek flooder), and the others waited behind each such callback. Only after a
+    // full batch: the rest of a command split between two reads runs at once.
+    if (this.#yielded) this.#parser.release();
+    else this.#run();
     if (this.#parser.discarding && !this.#paced && !this.#closed) {
       this.#paced = true;
       setTimeout(() => {
@@ -324,8 +335,10 @@ export class Connection implements Settling {
   #continue(afterOthers = false): void {
     if (this.#continueQueued || this.#closed) return;
     this.#continueQueued = true;
+    this.#yielded = afterOthers && this.#full;
     const go = () => {
       this.#continueQueued = false;
+      this.#yielded = false;
       this.#run();
       this.#resumeInput();
     };
@@ -363,6 +376,7 @@ export class Connection implements Settling {
       return;
     }
     const out = this.#s.out;
+    this.#full = out.size >= OUT_HIGH;
     const one = out.takeOne(); // the usual batch: one piece, no arrays
     if (one) return this.#write(one, null, 0);
     const pieces = out.take();
