@@ -15,12 +15,15 @@
 // more to get. That bounds one client, not a thousand at once: 1,000 such clients held
 // ~100 MB of first reads within half a second (issue 21). So the input held by all
 // connections has a budget, HELD_BUDGET: past it, connections that hold more than
-// HOLD_MAX and none of whose held input has gone in for STALL_MS are dropped at once,
-// the longest stalled first. A client that reads its replies lets its held input in as
-// they go (so the longest stalled are those that read nothing), and a connection busy
-// with its backlog takes some every turn, within milliseconds. The chunks a dropped
-// client held are freed at once (detached), not left to the garbage collector, which in
-// a server that allocates little ran seldom enough to keep 100 MB of them for seconds.
+// HOLD_MAX and none of whose held input has gone in (nor refused replies been taken) for
+// STALL_MS are dropped at once, the longest stalled first. A client with at most
+// HOLD_MAX of commands written ahead of its replies is never dropped. One that writes
+// more ahead and reads slowly lets its held input in only as its replies go, and for its
+// first second or so looks like one that never reads (the kernel takes ~2 MB of replies
+// even from that one, so neither is refused a write): under a flood past the budget it
+// may be dropped. The chunks a dropped client held are freed at once (detached), not
+// left to the garbage collector, which in a server that allocates little ran seldom
+// enough to keep 100 MB of them for seconds.
 // Drops are logged at most once a second (the others counted into the next line).
 //
 // TLS (and mTLS) is Bun.listen's own `tls` option. Bun opens a TLS socket before its
@@ -181,12 +184,9 @@ function batchMs(): number {
   return now - batchStart;
 }
 
-/**
- * Hold (a view of) a chunk the connection does not want yet. `stalls`: it may count as
- * stalled from now (not a read put off to a turn: that one has not had its go yet).
- */
-function hold(st: State, view: Uint8Array, stalls = true): void {
-  if (st.held.length === 0 && stalls) {
+/** Hold (a view of) a chunk the connection does not want yet (or a read put off to a turn). */
+function hold(st: State, view: Uint8Array): void {
+  if (st.held.length === 0) {
     st.fedAt = performance.now();
     holding.add(st);
   }
@@ -194,6 +194,13 @@ function hold(st: State, view: Uint8Array, stalls = true): void {
   st.heldBytes += view.length;
   heldTotal += view.length;
   if (heldTotal > HELD_BUDGET) queueShed();
+}
+
+/** Some held input went in, or the client read some replies: to the back of the line of stalled connections. */
+function moved(st: State): void {
+  st.fedAt = performance.now();
+  holding.delete(st);
+  holding.add(st);
 }
 
 /** Let go of all the input held (the connection is closed or dropped). */
@@ -299,12 +306,7 @@ function feedHeld(st: State, conn: Connection): boolean {
     }
   }
   if (st.held.length > 0) {
-    if (st.heldBytes < before || !holding.has(st)) {
-      // Some went in (or it had not had its go): to the back of the line of stalled connections.
-      st.fedAt = performance.now();
-      holding.delete(st);
-      holding.add(st);
-    }
+    if (st.heldBytes < before) moved(st);
     return false;
   }
   holding.delete(st);
@@ -320,6 +322,8 @@ function flushRest(sock: Sock, st: State): void {
     const n = sock.write(st.rest);
     if (n < 0) return st.conn?.abort();
     st.flushed += n;
+    // The kernel took replies it had refused: the client reads.
+    if (n > 0 && st.held.length > 0) moved(st);
     if (n < st.rest.length) {
       st.rest = st.rest.subarray(n);
       return;
@@ -421,7 +425,7 @@ export function listenBun(svc: Service, addr: ListenAddress, opts: ListenOptions
       else if (chunk.length > PIECE && batchMs() >= BATCH_MS) {
         // A pipeline in a long batch (1,000 flooders connecting at once): its turn comes
         // with the others', so that the batch ends and the sockets are polled again.
-        hold(st, own(chunk), false);
+        hold(st, own(chunk));
         svc.turns.afterIO(() => conn.onResume?.());
       } else feed(st, conn, chunk);
       if ((st.held.length > 0 || !conn.wantsInput) && !st.paused && !conn.closed) {
