@@ -161,7 +161,7 @@ interface State {
  * chunk of Bun's per DISCARD_PAUSE_MS (connection.ts), as before pieces.
  */
 function takes(conn: Connection): boolean {
-  return !conn.closed && (conn.discarding || conn.wantsInput);
+  return !conn.closed && !conn.yielded && (conn.discarding || conn.wantsInput);
 }
 
 /** A chunk that is a whole buffer of its own (Bun's are), so that free() may detach it; else a copy. */

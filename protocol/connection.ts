@@ -158,6 +158,17 @@ export class Connection implements Settling {
     return want;
   }
 
+  /**
+   * A full batch of replies (OUT_HIGH) went out and the connection waits for the others'
+   * turn: an adapter holding more of a read should push it only then (onResume is called
+   * after that turn). Pushed now, it runs the next batch at once: the Bun adapter pushing
+   * the rest of a read ran batch after batch in one data callback (240 KB written per
+   * callback for a peek flooder), and the others waited behind each such callback.
+   */
+  get yielded(): boolean {
+    return this.#yielded;
+  }
+
   /** Throwing input away (an over-long line, a body over -z): input is paced meanwhile. */
   get discarding(): boolean {
     return this.#parser.discarding;
@@ -170,14 +181,7 @@ export class Connection implements Settling {
   /** Bytes from the client: take them in and process what is complete. */
   push(chunk: Uint8Array): void {
     this.#parser.push(chunk);
-    // A full batch of replies went out and the connection waits for its next turn
-    // (#continue): take the input in (up to READ_AHEAD_MAX) and run its commands at that
-    // turn, not now. Run now, an adapter pushing the rest of a read ran batch after batch
-    // in one callback while the kernel took the writes (Bun: 240 KB per data callback of
-    // a peek flooder), and the others waited behind each such callback. Only after a
-    // full batch: the rest of a command split between two reads runs at once.
-    if (this.#yielded) this.#parser.release();
-    else this.#run();
+    this.#run();
     if (this.#parser.discarding && !this.#paced && !this.#closed) {
       this.#paced = true;
       setTimeout(() => {
@@ -338,6 +342,8 @@ export class Connection implements Settling {
     this.#yielded = afterOthers && this.#full;
     const go = () => {
       this.#continueQueued = false;
+      // An adapter may have held input back meanwhile (yielded): offer it onResume.
+      if (this.#yielded) this.#inputPaused = true;
       this.#yielded = false;
       this.#run();
       this.#resumeInput();
