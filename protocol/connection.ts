@@ -95,6 +95,10 @@ export class Connection implements Settling {
   #closed = false;
   #inputPaused = false;
   #continueQueued = false;
+  /** The batch being written filled the output (OUT_HIGH): a busy connection's turn. */
+  #full = false;
+  /** After such a batch, the connection waits for the others' turn (#continue(true)). */
+  #yielded = false;
   /** Discarding garbage: no input until DISCARD_PAUSE_MS has passed. */
   #paced = false;
   /** quit was read (or the input ended): close once the replies are out. */
@@ -152,6 +156,17 @@ export class Connection implements Settling {
         : !this.#stalled && this.#parser.buffered < READ_AHEAD_MAX);
     if (!want) this.#inputPaused = true;
     return want;
+  }
+
+  /**
+   * A full batch of replies (OUT_HIGH) went out and the connection waits for the others'
+   * turn: an adapter holding more of a read should push it only then (onResume is called
+   * after that turn). Pushed now, it runs the next batch at once: the Bun adapter pushing
+   * the rest of a read ran batch after batch in one data callback (240 KB written per
+   * callback for a peek flooder), and the others waited behind each such callback.
+   */
+  get yielded(): boolean {
+    return this.#yielded;
   }
 
   /** Throwing input away (an over-long line, a body over -z): input is paced meanwhile. */
@@ -324,8 +339,12 @@ export class Connection implements Settling {
   #continue(afterOthers = false): void {
     if (this.#continueQueued || this.#closed) return;
     this.#continueQueued = true;
+    this.#yielded = afterOthers && this.#full;
     const go = () => {
       this.#continueQueued = false;
+      // An adapter may have held input back meanwhile (yielded): offer it onResume.
+      if (this.#yielded) this.#inputPaused = true;
+      this.#yielded = false;
       this.#run();
       this.#resumeInput();
     };
@@ -363,6 +382,7 @@ export class Connection implements Settling {
       return;
     }
     const out = this.#s.out;
+    this.#full = out.size >= OUT_HIGH;
     const one = out.takeOne(); // the usual batch: one piece, no arrays
     if (one) return this.#write(one, null, 0);
     const pieces = out.take();

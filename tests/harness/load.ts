@@ -296,3 +296,50 @@ export async function leave(socks: Socket[], settleMs = 500): Promise<void> {
   for (const s of socks) s.destroy();
   await sleep(settleMs);
 }
+
+/**
+ * A client that pipelines `count` `peek <id>` in one write and reads its replies
+ * slowly but steadily: `burst` bytes, then a pause of `pauseMs`, until all have come
+ * (each `replyBytes` long) or the server closed the connection. Returns the bytes read
+ * and whether the server closed it first. Run beside a flood: a client that reads must
+ * never be dropped.
+ */
+export async function slowPipeline(
+  addr: Addr,
+  id: number,
+  count: number,
+  replyBytes: number,
+  burst: number,
+  pauseMs: number,
+  timeoutMs = 60_000,
+): Promise<{ got: number; expected: number; closedEarly: boolean }> {
+  const s = await openSocket(addr);
+  const expected = count * replyBytes;
+  let got = 0;
+  let sinceFree = 0;
+  let closedEarly = false;
+  s.on("error", () => {});
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => (s.destroy(), resolve()), timeoutMs);
+    s.on("data", (d: Buffer) => {
+      got += d.length;
+      sinceFree += d.length;
+      if (got >= expected) {
+        clearTimeout(timer);
+        s.destroy();
+        resolve();
+      } else if (sinceFree >= burst) {
+        sinceFree = 0;
+        s.pause();
+        setTimeout(() => s.resume(), pauseMs);
+      }
+    });
+    s.once("close", () => {
+      closedEarly = got < expected;
+      clearTimeout(timer);
+      resolve();
+    });
+    s.write(Buffer.from(`peek ${id}\r\n`.repeat(count), "latin1"));
+  });
+  return { got, expected, closedEarly };
+}
