@@ -46,6 +46,12 @@ async function waitListening(addr: Address, child: ChildProcess, out: () => stri
     if (exited !== null) throw new Error(`server exited with ${exited} before listening:\n${out()}`);
     try {
       const w = await dial(addr, 1000);
+      // The server closes the probe itself (quit), so that it is gone from the server's
+      // counts before the caller's first connection: closed from here, a probe the
+      // server had not seen go yet was still counted in stats-tube default's
+      // current-using (a fresh beanstalkd said 2 in CI once, on Bun).
+      w.send("quit\r\n");
+      await w.closed(2000).catch(() => {});
       w.close();
       return;
     } catch {
