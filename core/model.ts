@@ -143,8 +143,12 @@ export class Job {
     return (span < 0 ? this.#buf.byteLength : span % SPAN) - 2;
   }
 
+  /** The second object, made with the values the getters gave without it (deadline: createdAt). */
   #made(): JobLife {
-    return this.#life ??= new JobLife();
+    if (this.#life !== null) return this.#life;
+    const life = new JobLife();
+    life.deadline = this.createdAt;
+    return this.#life = life;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Heap } from "../../core/heap.ts";
+import { Job, Tube } from "../../core/model.ts";
 
 interface Item {
   key: number;
@@ -61,5 +62,66 @@ describe("Heap", () => {
     h.remove(b);
     assert.equal(h.size, 1);
     assert.equal(h.peek(), a);
+  });
+});
+
+describe("Job", () => {
+  const body = new TextEncoder().encode("hello\r\n");
+  it("reads the same fields before and after its second object (JobLife) is made", () => {
+    const t = new Tube("default");
+    const j = new Job(7, t, 10, 0, 60_000, body, 1234.9);
+    const fields = () => ({
+      state: j.state,
+      deadline: j.deadline,
+      delayMs: j.delayMs,
+      timeSlot: j.timeSlot,
+      reserves: j.reserves,
+      timeouts: j.timeouts,
+      releases: j.releases,
+      buries: j.buries,
+      kicks: j.kicks,
+      reservedAt: j.reservedAt,
+      owner: j.owner,
+      prev: j.prev,
+      next: j.next,
+    });
+    const before = fields();
+    assert.deepEqual(before, {
+      state: "ready",
+      deadline: 1234, // ready since it was created
+      delayMs: 0,
+      timeSlot: -1,
+      reserves: 0,
+      timeouts: 0,
+      releases: 0,
+      buries: 0,
+      kicks: 0,
+      reservedAt: 0,
+      owner: null,
+      prev: null,
+      next: null,
+    });
+    j.kicks = 0; // writing a field's own value makes nothing
+    assert.deepEqual(fields(), before);
+    j.buries = 1; // any other write makes the second object: the rest reads as before
+    assert.deepEqual(fields(), { ...before, buries: 1 });
+  });
+
+  it("keeps its body as sent, from a shared buffer or one of its own", () => {
+    const slab = new Uint8Array(64);
+    slab.set(body, 20);
+    const shared = new Job(1, new Tube("t"), 0, 0, 1000, slab.subarray(20, 20 + body.length), 0);
+    assert.deepEqual(shared.body, body);
+    assert.equal(shared.size, 5);
+    assert.equal(shared.body.buffer, slab.buffer, "a view of the shared buffer, not a copy");
+    const own = new Job(2, new Tube("t"), 0, 0, 1000, body, 0);
+    assert.deepEqual(own.body, body);
+    assert.equal(own.size, 5);
+    const big = new Uint8Array(3 * 2 ** 20);
+    big.fill(120, 2 ** 20, 2 ** 20 + 5000);
+    big.set([13, 10], 2 ** 20 + 5000);
+    const far = new Job(3, new Tube("t"), 0, 0, 1000, big.subarray(2 ** 20, 2 ** 20 + 5002), 0);
+    assert.equal(far.size, 5000);
+    assert.deepEqual(far.body, big.subarray(2 ** 20, 2 ** 20 + 5002));
   });
 });
