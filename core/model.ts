@@ -125,9 +125,9 @@ export class Job {
       this.#span = -1;
     }
     this.pri = pri;
-    if (delayMs !== 0) this.delayMs = delayMs;
     this.ttrMs = ttrMs;
     this.createdAt = jobMs(createdAt);
+    if (delayMs !== 0) this.delayMs = delayMs; // after createdAt: the second object starts from it
   }
 
   /** Body including its trailing CRLF, exactly as sent; never mutate it. */

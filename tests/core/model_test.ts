@@ -107,6 +107,12 @@ describe("Job", () => {
     assert.deepEqual(fields(), { ...before, buries: 1 });
   });
 
+  it("put with a delay: its second object starts from its creation time", () => {
+    const j = new Job(8, new Tube("default"), 0, 5000, 60_000, body, 1234.9);
+    assert.equal(j.delayMs, 5000);
+    assert.equal(j.deadline, 1234);
+  });
+
   it("keeps its body as sent, from a shared buffer or one of its own", () => {
     const slab = new Uint8Array(64);
     slab.set(body, 20);
