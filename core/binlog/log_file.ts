@@ -38,5 +38,26 @@ export interface LogFile {
   needStart: number;
 }
 
+/** A file's bookkeeping before anything is known of its jobs (Segments: found at startup, or started). */
+export function logFile(seq: number, path: string, size: number, start = 0): LogFile {
+  return {
+    seq,
+    path,
+    size,
+    start,
+    live: 0,
+    homed: [],
+    cursor: 0,
+    seed: 0,
+    handle: undefined,
+    lastWrite: 0,
+    broken: false,
+    deadAt: undefined,
+    deadStart: 0,
+    needSync: 0,
+    needStart: 0,
+  };
+}
+
 /** Give back ballast space (at least n bytes); false when there is none left. */
 export type Release = (n: number) => boolean;

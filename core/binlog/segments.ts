@@ -24,7 +24,7 @@ import type { AppendFile, Files, Preallocation } from "../files.ts";
 import { closeQuietly, errorCode, errorText, joinPath } from "../files.ts";
 import { encodeFileHeader, FILE_HEADER_SIZE, LOG_NAME_PREFIX, saltState } from "./codec.ts";
 import { Pending } from "./pending.ts";
-import type { LogFile, Release } from "./log_file.ts";
+import { type LogFile, logFile, type Release } from "./log_file.ts";
 
 export class Segments {
   #files: Files;
@@ -77,21 +77,7 @@ export class Segments {
     this.#preallocate = preallocate;
     this.nextSeq = nextSeq;
     for (const r of recovered) {
-      const f: LogFile = {
-        ...r,
-        start: 0,
-        live: 0,
-        homed: [],
-        cursor: 0,
-        seed: 0,
-        handle: undefined,
-        lastWrite: 0,
-        broken: false,
-        deadAt: undefined,
-        deadStart: 0,
-        needSync: 0,
-        needStart: 0,
-      };
+      const f = logFile(r.seq, r.path, r.size);
       this.#list.push(f);
       this.#bySeq.set(f.seq, f);
       this.bytes += f.size;
@@ -161,23 +147,10 @@ export class Segments {
       const start = this.position;
       this.position += FILE_HEADER_SIZE;
       this.bytes += FILE_HEADER_SIZE;
-      const f: LogFile = {
-        seq,
-        path,
-        size: FILE_HEADER_SIZE,
-        start,
-        live: 0,
-        homed: [],
-        cursor: 0,
-        seed: saltState(salt),
-        handle: h,
-        lastWrite: this.position,
-        broken: false,
-        deadAt: undefined,
-        deadStart: 0,
-        needSync: 0,
-        needStart: 0,
-      };
+      const f = logFile(seq, path, FILE_HEADER_SIZE, start);
+      f.seed = saltState(salt);
+      f.handle = h;
+      f.lastWrite = this.position;
       this.#list.push(f);
       this.#bySeq.set(seq, f);
       this.current = f;

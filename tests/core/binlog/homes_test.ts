@@ -3,27 +3,11 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Homes, type JobInfo } from "../../../core/binlog/homes.ts";
-import type { LogFile } from "../../../core/binlog/log_file.ts";
+import { type LogFile, logFile } from "../../../core/binlog/log_file.ts";
 import type { Segments } from "../../../core/binlog/segments.ts";
 
 function file(seq: number): LogFile {
-  return {
-    seq,
-    path: `tubeway.${seq}`,
-    size: 40,
-    start: 0,
-    live: 0,
-    homed: [],
-    cursor: 0,
-    seed: 0,
-    handle: undefined,
-    lastWrite: 0,
-    broken: false,
-    deadAt: undefined,
-    deadStart: 0,
-    needSync: 0,
-    needStart: 0,
-  };
+  return logFile(seq, `tubeway.${seq}`, 40);
 }
 
 /** What Homes uses of Segments: the files, the current one, pending bytes, left(). */
