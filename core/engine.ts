@@ -1,7 +1,7 @@
 // The engine seam: what the protocol asks of whatever keeps the jobs. Types only.
 //
 // protocol/ is written against this interface and nothing else of core/'s engine, so
-// that the in-memory queue (core/queue.ts, with its write-ahead log) and an engine that
+// that the in-memory queue (core/memory/queue.ts, with its write-ahead log) and an engine that
 // answers later (a database's) serve the same wire. An answer is a value or a promise
 // of one (Answer<T>): the in-memory engine always answers at once and allocates no
 // promise; a connection whose answer is pending processes nothing else until it comes,

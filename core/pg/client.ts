@@ -1,7 +1,7 @@
 // One connection of a node, as the PostgreSQL engine knows it: the in-memory engine's
 // Client (used tube, watch list, its wait's fields) plus what names its reservations
 // in the database and the state of a claim made for its wait.
-import { Client, type Tube } from "../model.ts";
+import { Client, type Tube } from "../memory/model.ts";
 import type { WaitEnd, Wake } from "../engine.ts";
 
 /** One connection of this node, as the engine knows it. */

@@ -3,10 +3,10 @@
 // live in the database, with the database's clock; what lives here is this node's
 // connections (used and watched tubes, their waits in reserve) and its id blocks.
 // Every answer is a promise given after the COMMIT of the turn that made it (turn.ts).
-import type { Client } from "../model.ts";
+import type { Client } from "../memory/model.ts";
 import type { Clock, Turns } from "../clock.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "../histogram.ts";
-import { DEFAULT_BINLOG_SIZE, DEFAULT_PG_WAIT_MS } from "../config.ts";
+import { DEFAULT_LEASE_MS, DEFAULT_WAIT_MS } from "./defaults.ts";
 import type {
   ClusterNode,
   Engine,
@@ -83,13 +83,15 @@ export interface PgEngineOptions {
   waitMs?: number;
   /** The database as logs name it ("host:port/db", no password). */
   target?: string;
+  /** What stats shows as binlog-max-size (-s): a node over PostgreSQL writes no log, but 1.12 shows -s without one too. */
+  binlogMaxSize: number;
 }
 
 /** Migrate the schema, register this node, take its first ids, listen: then serve. */
 export async function openPgEngine(opts: PgEngineOptions): Promise<PgEngine> {
   await migrate(opts.sql, opts.schema);
   const q = statements(opts.schema);
-  const leaseMs = opts.leaseMs ?? 5000;
+  const leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
   const [reg] = await opts.sql.query(q.register, [leaseMs, opts.host?.hostname ?? null, opts.host?.pid ?? null]);
   const [block] = await opts.sql.query(q.idBlock);
   const engine = new PgEngine(opts, q, Number(reg!.id), Number(block!.id), leaseMs);
@@ -121,6 +123,7 @@ export class PgEngine implements Engine {
   readonly #turnMetrics: TurnMetrics;
   readonly #waiting: Waiting;
   readonly #target: string;
+  readonly #binlogMaxSize: number;
   /** Whether the database takes this node's transactions, and why not (DatabaseHealth). */
   readonly #database = { available: true, reason: "" };
   /** When the database last went away, and last came back (monotonic ms). */
@@ -173,10 +176,11 @@ export class PgEngine implements Engine {
     // registered a moment ago (the id block's round trip): close enough for a lease of seconds
     this.#turnMetrics.leaseRenewed(this.clock.now(), leaseMs);
     this.#target = opts.target ?? "the database";
+    this.#binlogMaxSize = opts.binlogMaxSize;
     const database = this.#database, outage = this.#outage;
     this.#waiting = {
       clock: this.clock,
-      waitMs: opts.waitMs ?? DEFAULT_PG_WAIT_MS,
+      waitMs: opts.waitMs ?? DEFAULT_WAIT_MS,
       health: {
         get available() {
           return database.available;
@@ -403,7 +407,7 @@ export class PgEngine implements Engine {
         binlog: {
           oldestIndex: 0,
           currentIndex: 0,
-          maxSize: DEFAULT_BINLOG_SIZE,
+          maxSize: this.#binlogMaxSize,
           recordsWritten: 0,
           recordsMigrated: 0,
         },

@@ -1,10 +1,10 @@
-// A node's tubes: the ones its connections use and watch (core/tubes.ts, as the
+// A node's tubes: the ones its connections use and watch (core/memory/tubes.ts, as the
 // in-memory engine keeps them), plus the ones it knows have jobs in the database, which
 // stay in its list while unreferenced, as a tube with jobs does in 1.12 (so list-tubes
 // keeps 1.12's order on one node). A tube this node lets go of is forgotten in the
 // database too (its pause and counters) in a later turn, if it has no jobs then.
-import { type Client, type Tube } from "../model.ts";
-import { Tubes } from "../tubes.ts";
+import { type Client, type Tube } from "../memory/model.ts";
+import { Tubes } from "../memory/tubes.ts";
 import type { TubeStats } from "../engine.ts";
 import type { Row } from "./sql.ts";
 import type { TurnState } from "./turn.ts";
@@ -47,7 +47,7 @@ export class NodeTubes {
     return t !== undefined && (t === this.#tubes.default || t.using > 0 || t.watching > 0);
   }
 
-  // ---- what the connections do (as core/tubes.ts, plus forgetting) ----------------
+  // ---- what the connections do (as core/memory/tubes.ts, plus forgetting) ----------------
 
   use(c: Client, name: string): void {
     const old = c.use;

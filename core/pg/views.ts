@@ -1,6 +1,6 @@
 // What the engine's rows look like as the answers of core/engine.ts: stats-job,
 // stats-tube, the dashboard's job listings. Pure functions of a row.
-import type { Tube } from "../model.ts";
+import type { Tube } from "../memory/model.ts";
 import type { JobOut, JobSnapshot, JobState, JobStats, ListState, TubeStats } from "../engine.ts";
 import type { Row } from "./sql.ts";
 import { BURIED, DELAYED, READY } from "./schema.ts";

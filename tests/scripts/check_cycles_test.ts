@@ -44,7 +44,7 @@ function assertReported(r: { status: number | null; err: string }, ...names: Arr
 const CLEAN = {
   "core/c.ts": 'export const c = 1;\n// import { p } from "../protocol/p.ts";\n',
   "core/engine.ts": "export type Engine = { id: number };\n",
-  "core/queue.ts": 'import { c } from "./c.ts";\nexport class Queue {}\nexport const q = c;\n',
+  "core/memory/queue.ts": 'import { c } from "./c.ts";\nexport class Queue {}\nexport const q = c;\n',
   "protocol/p.ts": [
     'import { c } from "../core/c.ts";',
     'import type { Engine } from "../core/engine.ts";',
@@ -60,7 +60,7 @@ const CLEAN = {
     'import "../core/c.ts";',
     'export async function load() {\n  return (await import("./b.ts")).b + p.length;\n}',
   ].join("\n"),
-  "adapters/b.ts": 'import type { Queue } from "../core/queue.ts";\nexport const b = 2 as unknown as Queue;\n',
+  "adapters/b.ts": 'import type { Queue } from "../core/memory/queue.ts";\nexport const b = 2 as unknown as Queue;\n',
 };
 
 describe("check_cycles.mjs", () => {
@@ -131,23 +131,23 @@ describe("check_cycles.mjs", () => {
 
   it("reports protocol/ importing core's queue internals (the seam rule), and --no-seam skips it", () => {
     const dir = tree({
-      "core/queue.ts": "export class Queue {}\n",
+      "core/memory/queue.ts": "export class Queue {}\n",
       "core/queue_upkeep.ts": "export const u = 1;\n",
-      "core/binlog/wal/segment.ts": "export const s = 1;\n",
+      "core/memory/binlog/wal/segment.ts": "export const s = 1;\n",
       "core/engine.ts": "export type Engine = { id: number };\n",
       "protocol/d.ts":
-        'import type { Queue } from "../core/queue.ts";\nimport type { Engine } from "../core/engine.ts";\n',
+        'import type { Queue } from "../core/memory/queue.ts";\nimport type { Engine } from "../core/engine.ts";\n',
       "protocol/http/v.ts": [
         'export { u } from "../../core/queue_upkeep.ts";',
-        'export const s = () => import("../../core/binlog/wal/segment.ts");',
+        'export const s = () => import("../../core/memory/binlog/wal/segment.ts");',
       ].join("\n"),
     });
     const r = check(dir);
     assertReported(
       r,
-      "protocol/d.ts:1 imports core/queue.ts (import type): seam rule, protocol/ must not import core/queue.ts",
+      "protocol/d.ts:1 imports core/memory/queue.ts (import type): seam rule, protocol/ must not import core/memory/queue.ts",
       "protocol/http/v.ts:1 imports core/queue_upkeep.ts (export from): seam rule, protocol/ must not import core/queue_*.ts",
-      "protocol/http/v.ts:2 imports core/binlog/wal/segment.ts (import()): seam rule, protocol/ must not import core/binlog/**",
+      "protocol/http/v.ts:2 imports core/memory/binlog/wal/segment.ts (import()): seam rule, protocol/ must not import core/memory/binlog/**",
     );
     assert.doesNotMatch(r.err, /engine\.ts/);
     const skipped = check(dir, "--no-seam");

@@ -15,7 +15,7 @@ import { freePort } from "../harness/ports.ts";
 import { dial } from "../harness/wire.ts";
 import { Scrape } from "../harness/prometheus.ts";
 import { ManualClock } from "../../core/clock.ts";
-import { Queue } from "../../core/queue.ts";
+import { Queue } from "../../core/memory/queue.ts";
 import { Service } from "../../protocol/service.ts";
 import { renderMetrics } from "../../protocol/http/metrics.ts";
 import { overview } from "../../protocol/http/views.ts";

@@ -3,7 +3,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { NodeTubes } from "../../../core/pg/node_tubes.ts";
-import { Client } from "../../../core/model.ts";
+import { Client } from "../../../core/memory/model.ts";
 import { TurnState } from "../../../core/pg/turn.ts";
 
 function setup() {
