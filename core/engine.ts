@@ -58,6 +58,32 @@ export type Refusal = "NOT_FOUND" | "INTERNAL_ERROR";
 /** What a put can answer. */
 export type PutResult = Inserted | "DRAINING" | "OUT_OF_MEMORY";
 
+/** A put's job, as its command line and body gave it. */
+export interface NewJob {
+  /** From takeId(), taken when the put's line was read. */
+  readonly id: number;
+  /** Priority (0 is most urgent). */
+  readonly pri: number;
+  /** Seconds until it is ready (put-at: ignored, see atSec). */
+  readonly delaySec: number;
+  /** Time to run, seconds (below 1: 1). */
+  readonly ttrSec: number;
+  /** Body with its trailing CRLF; the engine may keep it (the protocol never reuses it). */
+  readonly body: Uint8Array;
+}
+
+/** put-at's job: ready at a wall-clock time. */
+export interface NewJobAt extends NewJob {
+  /** When it becomes ready, Unix seconds (past: now). */
+  readonly atSec: number;
+}
+
+/** put-unique's job: not put while a live job of the tube holds its key. */
+export interface UniqueJob extends NewJob {
+  /** The key. */
+  readonly key: string;
+}
+
 /** A connection as the engine knows it: what it uses and watches. The protocol only reads these. */
 export interface EngineClient {
   /** The tube `use` chose (list-tube-used). */
@@ -339,10 +365,12 @@ export interface JobList {
 }
 
 /**
- * Whatever keeps the jobs. Every command of the protocol maps to one call; an
- * `EngineClient` passed in is one this engine's connect() returned.
+ * Whatever keeps the jobs. Every command of the protocol maps to one call; the client
+ * passed in (C: the engine's own type of connection) is one this engine's connect()
+ * returned. The protocol holds engines as Engine<EngineClient> and hands back only
+ * what connect() gave it.
  */
-export interface Engine {
+export interface Engine<C extends EngineClient = EngineClient> {
   /** Monotonic time for deadlines and ages, the wall clock, and the engine's one timer. */
   readonly clock: Clock;
   /** Largest body accepted by put (-z), bytes. */
@@ -350,9 +378,9 @@ export interface Engine {
 
   // ---- connections
   /** A new connection: it uses and watches "default". `wake` ends its waits in reserve. */
-  connect(wake: Wake): EngineClient;
+  connect(wake: Wake): C;
   /** The connection closed: its wait ends, its reservations go back to ready. */
-  disconnect(c: EngineClient): void;
+  disconnect(c: C): void;
 
   // ---- producing
   /**
@@ -361,8 +389,8 @@ export interface Engine {
    * elsewhere keeps some ready.
    */
   takeId(): number;
-  /** Store a job in c's used tube; `body` ends in CRLF; `id` from takeId(). */
-  put(c: EngineClient, pri: number, delaySec: number, ttrSec: number, body: Uint8Array, id: number): Answer<PutResult>;
+  /** Store a job in c's used tube. */
+  put(c: C, job: NewJob): Answer<PutResult>;
 
   // ---- consuming
   /**
@@ -370,21 +398,21 @@ export interface Engine {
    * the client now waits, and its wake is called later (possibly before a pending
    * answer of null has settled).
    */
-  reserve(c: EngineClient, timeoutMs: number): Answer<JobOut | WaitEnd | null>;
+  reserve(c: C, timeoutMs: number): Answer<JobOut | WaitEnd | null>;
   /** End c's wait without a job (its peer half-closed): wake gets TIMED_OUT. */
-  cancelWait(c: EngineClient): void;
+  cancelWait(c: C): void;
   /** reserve-job: a ready, delayed or buried job by id, in any tube. */
-  reserveJob(c: EngineClient, id: number): Answer<JobOut | undefined>;
+  reserveJob(c: C, id: number): Answer<JobOut | undefined>;
   /** A job reserved by c, or one that is ready, delayed or buried. */
-  delete(c: EngineClient, id: number): Answer<"DELETED" | Refusal>;
+  delete(c: C, id: number): Answer<"DELETED" | Refusal>;
   /** A job reserved by c back to ready (or delayed), with a new priority. */
-  release(c: EngineClient, id: number, pri: number, delaySec: number): Answer<"RELEASED" | Refusal>;
+  release(c: C, id: number, pri: number, delaySec: number): Answer<"RELEASED" | Refusal>;
   /** A job reserved by c to its tube's buried list. */
-  bury(c: EngineClient, id: number, pri: number): Answer<"BURIED" | Refusal>;
+  bury(c: C, id: number, pri: number): Answer<"BURIED" | Refusal>;
   /** A fresh TTR for a job reserved by c; false if c holds no such job. */
-  touch(c: EngineClient, id: number): Answer<boolean>;
+  touch(c: C, id: number): Answer<boolean>;
   /** kick on c's used tube: buried jobs if it has any, else delayed ones. */
-  kick(c: EngineClient, bound: number): Answer<number | "INTERNAL_ERROR">;
+  kick(c: C, bound: number): Answer<number | "INTERNAL_ERROR">;
   /** kick-job: a buried or delayed job by id, in any tube. */
   kickJob(id: number): Answer<"KICKED" | Refusal>;
 
@@ -392,11 +420,11 @@ export interface Engine {
   /** A job by id, in any state. */
   peek(id: number): Answer<JobOut | undefined>;
   /** The next ready job of c's used tube. */
-  peekReady(c: EngineClient): Answer<JobOut | undefined>;
+  peekReady(c: C): Answer<JobOut | undefined>;
   /** The delayed job of c's used tube that is ready soonest. */
-  peekDelayed(c: EngineClient): Answer<JobOut | undefined>;
+  peekDelayed(c: C): Answer<JobOut | undefined>;
   /** The oldest-buried job of c's used tube. */
-  peekBuried(c: EngineClient): Answer<JobOut | undefined>;
+  peekBuried(c: C): Answer<JobOut | undefined>;
   /** stats-job. */
   statsJob(id: number): Answer<JobStats | undefined>;
   /** stats-tube. */
@@ -417,17 +445,19 @@ export interface Engine {
 
   // ---- tubes
   /** use: c's puts go to this tube from now on. */
-  use(c: EngineClient, name: string): void;
+  use(c: C, name: string): void;
   /** Returns the watch count. */
-  watch(c: EngineClient, name: string): number;
+  watch(c: C, name: string): number;
   /** Returns the watch count, or NOT_IGNORED for the only watched tube. */
-  ignore(c: EngineClient, name: string): number | "NOT_IGNORED";
+  ignore(c: C, name: string): number | "NOT_IGNORED";
   /** False if no such tube. */
   pauseTube(name: string, delaySec: number): Answer<boolean>;
 
   // ---- the server
   /** Drain mode: puts are answered DRAINING from now on. */
   drain(): void;
+  /** Drain mode ends (`drain off`): puts are accepted again. */
+  undrain(): void;
   /** In drain mode. */
   readonly draining: boolean;
   /**
@@ -439,9 +469,8 @@ export interface Engine {
   /** Stop the timer and release what the engine holds (the log: write, fsync, unlock). */
   close(): void;
 
-  // ---- extensions (issue 19; docs/extensions.md). Optional, so that an engine serves the
-  // stock protocol without them; `capabilities` lists those this engine has. Each is
-  // logged like any change, and a job or tube without extension state pays nothing.
+  // ---- extensions (docs/extensions.md). Optional, so that an engine serves the stock
+  // protocol without them; the `capabilities` command lists those this engine has.
   /**
    * delete-tube: every job of the tube in `state` (none: ready, delayed and buried) is
    * deleted now, and without a state the jobs reserved now are deleted when they come
@@ -453,17 +482,9 @@ export interface Engine {
   /** peek-tube: peek-ready / -delayed / -buried on a named tube. */
   peekTube?(tube: string, state: ListState): Answer<JobOut | undefined>;
   /** put-at: put with the delay that makes the job ready at `atSec` (Unix seconds; past: now). */
-  putAt?(c: EngineClient, pri: number, atSec: number, ttrSec: number, body: Uint8Array, id: number): Answer<PutResult>;
+  putAt?(c: C, job: NewJobAt): Answer<PutResult>;
   /** put-unique: put, unless a live job of the used tube has this key (then its id). */
-  putUnique?(
-    c: EngineClient,
-    key: string,
-    pri: number,
-    delaySec: number,
-    ttrSec: number,
-    body: Uint8Array,
-    id: number,
-  ): Answer<PutResult | Exists>;
+  putUnique?(c: C, job: UniqueJob): Answer<PutResult | Exists>;
   /**
    * set-dlq: after maxAttempts attempts a job of the tube is buried in deadTube (0: no
    * limit). The tube exists (created if needed) while it has a policy.
@@ -471,6 +492,4 @@ export interface Engine {
   setDlq?(tube: string, maxAttempts: number, deadTube: string): Answer<"OK" | "INTERNAL_ERROR">;
   /** set-backoff: a released or timed-out job of the tube comes back delayed (base 0: no backoff). */
   setBackoff?(tube: string, baseSec: number, capSec: number): Answer<"OK" | "INTERNAL_ERROR">;
-  /** drain off: puts are accepted again (drain mode, from SIGUSR1 or `drain on`, ends). */
-  undrain?(): void;
 }

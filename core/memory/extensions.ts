@@ -7,7 +7,17 @@
 // that have a key, an origin or a doom) and on the tubes that have a policy or keys;
 // the stock paths look at it only through `tube.policy !== null` and `extras.size > 0`.
 import type { Client, Job, Tube } from "./model.ts";
-import type { Exists, JobStats, ListState, PutResult, Refusal, RetryPolicy, TubeState } from "../engine.ts";
+import type {
+  Exists,
+  JobStats,
+  ListState,
+  NewJobAt,
+  PutResult,
+  Refusal,
+  RetryPolicy,
+  TubeState,
+  UniqueJob,
+} from "../engine.ts";
 import { activePolicy, backoffSec } from "./extras.ts";
 import type { Store } from "./store.ts";
 
@@ -86,31 +96,24 @@ export class Extensions {
   // ---- puts -------------------------------------------------------------------------
 
   /** put-at: ready at `atSec` (Unix seconds), resolved now into a delay (as beanstalkd-pi). */
-  putAt(c: Client, pri: number, atSec: number, ttrSec: number, body: Uint8Array, id: number): Job | PutResult {
+  putAt(c: Client, job: NewJobAt): Job | PutResult {
     const s = this.#s;
     const now = s.clock.now();
-    const delayMs = Math.min(Math.max(0, Math.floor(atSec * 1000 - s.clock.wallMs())), MAX_DELAY_SEC * 1000);
-    const j = s.newJob(c.use, pri, delayMs, ttrSec, body, id, now);
+    const delayMs = Math.min(Math.max(0, Math.floor(job.atSec * 1000 - s.clock.wallMs())), MAX_DELAY_SEC * 1000);
+    const j = s.newJob(c.use, job.pri, delayMs, job.ttrSec, job.body, job.id, now);
     return s.insert(j, now) ? j : "OUT_OF_MEMORY";
   }
 
   /** put-unique: put, unless a live job of the used tube holds the key (O(1): the tube's key map). */
-  putUnique(
-    c: Client,
-    key: string,
-    pri: number,
-    delaySec: number,
-    ttrSec: number,
-    body: Uint8Array,
-    id: number,
-  ): Job | PutResult | Exists {
+  putUnique(c: Client, job: UniqueJob): Job | PutResult | Exists {
     const s = this.#s;
     const t = c.use;
+    const key = job.key;
     const held = t.keys?.get(key);
     if (held) return { exists: held.id };
     const now = s.clock.now();
-    const j = s.newJob(t, pri, delaySec * 1000, ttrSec, body, id, now);
-    s.extras.set(id, { key }); // before insert: the log's full record carries the key
+    const j = s.newJob(t, job.pri, job.delaySec * 1000, job.ttrSec, job.body, job.id, now);
+    s.extras.set(job.id, { key }); // before insert: the log's full record carries the key
     // Keyed before insert too: a waiting worker may take the job inside insert, and
     // a delete of it must find the key.
     (t.keys ??= new Map()).set(key, j);

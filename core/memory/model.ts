@@ -1,47 +1,15 @@
-// The engine's data model in one file, read top to bottom (beanstalkd's dat.h): a Job,
-// the Tube that holds it (ready and delayed heaps, buried list, waiting clients), the
-// Client (one connection as the engine sees it: used tube, watch list, reservations,
-// its wait) and the one intrusive List type that links them. They refer to each other,
-// so they live together: no import cycle between files. The heaps the tubes keep their
-// jobs in are core/memory/heap.ts (beanstalkd's heap.c).
-import type { EngineClient, JobState, RetryPolicy, WaitEnd, Wake } from "../engine.ts";
+// The in-memory engine's data model in one file, read top to bottom (beanstalkd's dat.h):
+// a Job, the Tube that holds it (ready and delayed heaps, buried list; the waiting
+// clients are core/clients.ts's part of it), and the Client (core/clients.ts's
+// connection, plus its reservations). They refer to each other, so they live together:
+// no import cycle between files. The heaps the tubes keep their jobs in are heap.ts
+// (beanstalkd's heap.c), the intrusive lists core/list.ts.
+import type { JobState, RetryPolicy, WaitEnd, Wake } from "../engine.ts";
+import { NodeClient, NodeTube } from "../clients.ts";
+import { List } from "../list.ts";
 import { Heap } from "./heap.ts";
 
 export type { JobState, WaitEnd };
-
-/** Something that can be on one intrusive list at a time (its own links, no node objects). */
-export interface Linked<T> {
-  prev: T | null;
-  next: T | null;
-}
-
-/**
- * An intrusive doubly linked FIFO: a tube's buried jobs, a client's reservations, a
- * tube's waiting clients. One type for all three, as beanstalkd's ms/job lists.
- */
-export class List<T extends Linked<T>> {
-  head: T | null = null;
-  tail: T | null = null;
-  size = 0;
-
-  push(x: T): void {
-    x.prev = this.tail;
-    x.next = null;
-    if (this.tail) this.tail.next = x;
-    else this.head = x;
-    this.tail = x;
-    this.size++;
-  }
-
-  remove(x: T): void {
-    if (x.prev) x.prev.next = x.next;
-    else this.head = x.next;
-    if (x.next) x.next.prev = x.prev;
-    else this.tail = x.prev;
-    x.prev = x.next = null;
-    this.size--;
-  }
-}
 
 // ---- Job ---------------------------------------------------------------------------
 
@@ -279,46 +247,22 @@ export const timeSlot = {
 
 // ---- Tube --------------------------------------------------------------------------
 
-/** One entry of a tube's waiting list; a waiting client has one per watched tube. */
-export interface WaitNode {
-  client: Client;
-  tube: Tube;
-  prev: WaitNode | null;
-  next: WaitNode | null;
-}
-
-export class Tube {
-  readonly name: string;
+export class Tube extends NodeTube<Client> {
   readonly ready = new Heap<Job>(readyBefore, tubeSlot);
   readonly delayed = new Heap<Job>(deadlineBefore, tubeSlot);
   readonly buried = new List<Job>();
   /** Ready jobs with pri < 1024. */
   urgent = 0;
   reserved = 0;
-  /** Waiting connections, first come first served (1.12's order is not FIFO; we fix that). */
-  readonly waiters = new List<WaitNode>();
-  using = 0;
-  watching = 0;
   totalJobs = 0;
   cmdDelete = 0;
   cmdPauseTube = 0;
   /** Length of the current pause in ms, and when it ends (monotonic); 0 when not paused. */
   pauseMs = 0;
   unpauseAt = 0;
-  /** Position in the queue's tube list (swap-remove order, as list-tubes shows). */
-  listSlot = -1;
   /** Extensions (core/memory/extensions.ts): the retry policy, and the jobs by put-unique key; null when none. */
   policy: RetryPolicy | null = null;
   keys: Map<string, Job> | null = null;
-
-  constructor(name: string) {
-    this.name = name;
-  }
-
-  /** Clients waiting in reserve on this tube. */
-  get waiting(): number {
-    return this.waiters.size;
-  }
 
   /** Every job of this tube, in any state. */
   get jobs(): number {
@@ -326,8 +270,8 @@ export class Tube {
   }
 
   /** Nothing refers to this tube any more (the queue keeps "default" regardless; a policy keeps a tube). */
-  get unreferenced(): boolean {
-    return this.using === 0 && this.watching === 0 && this.jobs === 0 && this.policy === null;
+  override get unreferenced(): boolean {
+    return super.unreferenced && this.jobs === 0 && this.policy === null;
   }
 
   /** `now`: monotonic ms, kept in the job's deadline: when it became ready (queue latency metrics). */
@@ -342,56 +286,18 @@ export class Tube {
     this.ready.remove(j);
     if (j.pri < URGENT_PRI) this.urgent--;
   }
-
-  addWaiter(client: Client): WaitNode {
-    const n: WaitNode = { client, tube: this, prev: null, next: null };
-    this.waiters.push(n);
-    return n;
-  }
-
-  removeWaiter(n: WaitNode): void {
-    this.waiters.remove(n);
-  }
 }
 
 // ---- Client ------------------------------------------------------------------------
 
-/** One connection as the engine sees it. */
-export class Client implements EngineClient {
-  use: Tube;
-  /**
-   * The watch list, an unordered multiset: removal moves the last entry into the gap (as
-   * 1.12). It starts as [use] from a literal: push() onto an empty array reserves 17
-   * slots, ~130 bytes per idle connection.
-   */
-  readonly watching: Tube[];
+/** One connection as the engine sees it: core/clients.ts's, plus the jobs it holds. */
+export class Client extends NodeClient<Tube> {
   readonly reserved = new List<Job>();
-  /** Non-null while waiting in reserve: one node per watched tube. */
-  waitNodes: WaitNode[] | null = null;
-  /** Monotonic ms when the wait ends by timeout; Infinity for plain reserve. */
-  waitUntil = Infinity;
-  /** When the next wake check is due (timeout or DEADLINE_SOON), in the wake heap. */
-  wakeAt = Infinity;
+  /** Slot in the wake heap (waits.ts). */
   wakeSlot = -1;
-  /** Called when a wait ends: with the reserved job, or the reason it ended without one. */
-  readonly onWake: Wake;
 
   constructor(use: Tube, onWake: Wake) {
-    this.use = use;
-    this.watching = [use];
-    this.onWake = onWake;
-  }
-
-  get usedTube(): string {
-    return this.use.name;
-  }
-
-  watchedTubes(): string[] {
-    return this.watching.map((t) => t.name);
-  }
-
-  get isWaiting(): boolean {
-    return this.waitNodes !== null;
+    super(use, onWake);
   }
 
   reservedIds(): number[] {

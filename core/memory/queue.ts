@@ -5,9 +5,21 @@
 // sits behind the Wal interface, and the per-turn shared append is core/memory/log_turn.ts.
 // The calls that only look (peeks, stats, listings, metrics) are core/memory/queue_views.ts.
 import { Client, Job, jobMs, readyBefore, type Tube } from "./model.ts";
-import { DEADLINE_SOON_MS } from "./waits.ts";
+import { DEADLINE_SOON_MS } from "../clients.ts";
 import { type Clock, immediateTurns, systemClock, type Turns } from "../clock.ts";
-import type { Engine, Exists, PutResult, Refusal, RetryPolicy, Settling, TubeState, Wake } from "../engine.ts";
+import type {
+  Engine,
+  Exists,
+  NewJob,
+  NewJobAt,
+  PutResult,
+  Refusal,
+  RetryPolicy,
+  Settling,
+  TubeState,
+  UniqueJob,
+  Wake,
+} from "../engine.ts";
 import { QueueViews } from "./queue_views.ts";
 import { type JobRecord, noWal, type Wal } from "./wal.ts";
 import { DEFAULT_BINLOG_SIZE } from "./binlog/options.ts";
@@ -15,7 +27,6 @@ import type { LogTurn } from "./log_turn.ts";
 import { Store } from "./store.ts";
 import { Extensions } from "./extensions.ts";
 
-export { DEADLINE_SOON_MS };
 export type { Refusal };
 
 export interface QueueOptions {
@@ -70,10 +81,7 @@ export class Queue extends QueueViews implements Engine {
   // ---- connections ----------------------------------------------------------------
 
   connect(wake: Wake): Client {
-    const t = this.s.tubes.default;
-    t.using++;
-    t.watching++;
-    return new Client(t, wake);
+    return this.s.tubes.join((t) => new Client(t, wake));
   }
 
   /** A connection closed: its reservations go straight back to ready (no counters move). */
@@ -87,13 +95,7 @@ export class Queue extends QueueViews implements Engine {
       j.tube.pushReady(j, now);
       if (!touched.includes(j.tube)) touched.push(j.tube);
     }
-    c.use.using--;
-    this.s.tubes.dropIfUnused(c.use);
-    for (const t of c.watching) {
-      t.watching--;
-      this.s.tubes.dropIfUnused(t);
-    }
-    c.watching.length = 0;
+    this.s.tubes.leave(c);
     this.s.serve(touched);
   }
 
@@ -103,13 +105,14 @@ export class Queue extends QueueViews implements Engine {
     return this.#nextId++;
   }
 
-  /** Store a new job in the client's used tube. `body` includes its trailing CRLF. */
-  put(c: Client, pri: number, delaySec: number, ttrSec: number, body: Uint8Array, id = this.takeId()): Job | PutResult {
+  /** Store a new job in the client's used tube. */
+  put(c: Client, job: NewJob): Job | PutResult {
     if (this.#draining) return "DRAINING";
     const now = this.clock.now();
     const s = this.s;
     const tube = c.use;
-    const j = s.newJob(tube, pri, delaySec * 1000, ttrSec, body, id, now);
+    const delaySec = job.delaySec;
+    const j = s.newJob(tube, job.pri, delaySec * 1000, job.ttrSec, job.body, job.id, now);
     // Store.insert's steps, inline: on the stock hot path the call measured ~8% of a
     // put + reserve + delete cycle on Bun (the extensions' puts use Store.insert).
     if (s.logging && !s.logFull(j, now)) return "OUT_OF_MEMORY";
@@ -295,20 +298,12 @@ export class Queue extends QueueViews implements Engine {
     return this.x.kickTube(tube, bound, state);
   }
 
-  putAt(c: Client, pri: number, atSec: number, ttrSec: number, body: Uint8Array, id: number): Job | PutResult {
-    return this.#draining ? "DRAINING" : this.x.putAt(c, pri, atSec, ttrSec, body, id);
+  putAt(c: Client, job: NewJobAt): Job | PutResult {
+    return this.#draining ? "DRAINING" : this.x.putAt(c, job);
   }
 
-  putUnique(
-    c: Client,
-    key: string,
-    pri: number,
-    delaySec: number,
-    ttrSec: number,
-    body: Uint8Array,
-    id: number,
-  ): Job | PutResult | Exists {
-    return this.#draining ? "DRAINING" : this.x.putUnique(c, key, pri, delaySec, ttrSec, body, id);
+  putUnique(c: Client, job: UniqueJob): Job | PutResult | Exists {
+    return this.#draining ? "DRAINING" : this.x.putUnique(c, job);
   }
 
   setDlq(tube: string, maxAttempts: number, deadTube: string): "OK" | "INTERNAL_ERROR" {

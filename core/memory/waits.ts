@@ -4,9 +4,7 @@
 // count of waiting clients; the queue owns the jobs and hands them over through `give`.
 import { type Client, type Job, readyBefore, type Tube, type WaitEnd } from "./model.ts";
 import { Heap } from "./heap.ts";
-
-/** DEADLINE_SOON is due this long before a reservation's TTR ends. */
-export const DEADLINE_SOON_MS = 1000;
+import { DEADLINE_SOON_MS } from "../clients.ts";
 
 const wakeSlot = {
   get: (c: Client) => c.wakeSlot,
@@ -36,18 +34,15 @@ export class Waits {
 
   /** c waits on every tube it watches until now + timeoutMs; `soonest` is its nearest TTR deadline. */
   begin(c: Client, now: number, timeoutMs: number, soonest: number): void {
-    c.waitNodes = c.watching.map((t) => t.addWaiter(c));
-    c.waitUntil = now + timeoutMs;
+    c.enterWait(now, timeoutMs);
     this.#count++;
     this.#wake(c, soonest);
   }
 
   /** End c's wait without telling it (it is going away, or gets a job). */
   end(c: Client): void {
-    for (const n of c.waitNodes!) n.tube.removeWaiter(n);
-    c.waitNodes = null;
     if (c.wakeSlot >= 0) this.#wakes.remove(c);
-    c.wakeAt = c.waitUntil = Infinity;
+    c.leaveWait();
     this.#count--;
   }
 

@@ -19,7 +19,7 @@ function setup() {
     return c;
   };
   const put = (c: Client, pri = 0, delay = 0, ttr = 60, s = "x") => {
-    const j = q.put(c, pri, delay, ttr, body(s));
+    const j = q.put(c, { id: q.takeId(), pri, delaySec: delay, ttrSec: ttr, body: body(s) });
     assert.equal(typeof j, "object");
     return j as Job;
   };
@@ -79,8 +79,8 @@ describe("delays and deadlines", () => {
     const clock = new ManualClock(1000.6);
     const q = new Queue({ clock });
     const c = q.connect(() => {});
-    const j = q.put(c, 0, 0, 2, body("x")) as Job;
-    const d = q.put(c, 0, 1, 60, body("d")) as Job;
+    const j = q.put(c, { id: q.takeId(), pri: 0, delaySec: 0, ttrSec: 2, body: body("x") }) as Job;
+    const d = q.put(c, { id: q.takeId(), pri: 0, delaySec: 1, ttrSec: 60, body: body("d") }) as Job;
     assert.equal(q.reserve(c, 0), j);
     for (const t of [j.createdAt, j.deadline, j.reservedAt, d.createdAt, d.deadline]) {
       assert.ok(Number.isInteger(t), `${t}`);
@@ -298,7 +298,7 @@ describe("drain and restore", () => {
     const { q, conn } = setup();
     const c = conn();
     q.drain();
-    assert.equal(q.put(c, 0, 0, 1, body("x")), "DRAINING");
+    assert.equal(q.put(c, { id: q.takeId(), pri: 0, delaySec: 0, ttrSec: 1, body: body("x") }), "DRAINING");
     assert.equal(q.takeId(), 2);
   });
 
@@ -334,6 +334,6 @@ describe("drain and restore", () => {
     assert.equal(q.peekBuried(c)!.id, 3, "buried order kept");
     assert.equal(q.statsJob(5)!.timeLeft, 3);
     assert.equal(q.statsJob(1)!.age, 5);
-    assert.equal((q.put(c, 0, 0, 1, body("n")) as Job).id, 10);
+    assert.equal((q.put(c, { id: q.takeId(), pri: 0, delaySec: 0, ttrSec: 1, body: body("n") }) as Job).id, 10);
   });
 });

@@ -180,7 +180,12 @@ describe("export-binlog", () => {
     const s = await start(files);
     const c = s.queue.connect(() => {});
     s.queue.use(c, "new");
-    assert.equal((s.queue.put(c, 1, 0, 10, enc.encode("fresh\r\n")) as { id: number }).id, 9001);
+    assert.equal(
+      (s.queue.put(c, { id: s.queue.takeId(), pri: 1, delaySec: 0, ttrSec: 10, body: enc.encode("fresh\r\n") }) as {
+        id: number;
+      }).id,
+      9001,
+    );
     assert.ok(s.wal.flush());
     s.wal.close();
     const said: string[] = [];
