@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import { BUN_SERVER, DENO_SERVER, RUNTIME } from "../harness/paths.ts";
 import { bunPgServer, denoPgServer } from "../harness/targets.ts";
 import { skipWithoutPostgres } from "../harness/postgres.ts";
-import { freePort } from "../harness/ports.ts";
+import { freePort } from "../../scripts/machine.ts";
 
 const SERVER = RUNTIME === "bun" ? [...BUN_SERVER] : [...DENO_SERVER];
 

@@ -11,7 +11,7 @@ import puppeteer from "puppeteer-core";
 import { RUNTIME, skipUnless } from "../harness/paths.ts";
 import { bunPgServer, denoPgServer, type Running } from "../harness/targets.ts";
 import { skipWithoutPostgres, uniqueSchema } from "../harness/postgres.ts";
-import { freePort } from "../harness/ports.ts";
+import { freePort } from "../../scripts/machine.ts";
 import { dial } from "../harness/wire.ts";
 import { Scrape } from "../harness/prometheus.ts";
 import { ManualClock } from "../../core/clock.ts";

@@ -1,5 +1,5 @@
-// scripts/check_cycles.mjs on small made-up trees: each kind of cycle, a layering
-// violation and a seam violation is reported (exit 1, the files named); a clean tree passes.
+// scripts/check_imports.mjs on small made-up trees: each kind of cycle and each rule of
+// the rooms is reported (exit 1, the files and the rule named); a clean tree passes.
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { ROOT } from "../harness/paths.ts";
 
-const SCRIPT = join(ROOT, "scripts", "check_cycles.mjs");
+const SCRIPT = join(ROOT, "scripts", "check_imports.mjs");
 const made: string[] = [];
 after(() => {
   for (const dir of made) rmSync(dir, { recursive: true, force: true });
@@ -44,7 +44,13 @@ function assertReported(r: { status: number | null; err: string }, ...names: Arr
 const CLEAN = {
   "core/c.ts": 'export const c = 1;\n// import { p } from "../protocol/p.ts";\n',
   "core/engine.ts": "export type Engine = { id: number };\n",
-  "core/memory/queue.ts": 'import { c } from "./c.ts";\nexport class Queue {}\nexport const q = c;\n',
+  "core/memory/queue.ts": 'import { c } from "../c.ts";\nexport class Queue {}\nexport const q = c;\n',
+  "core/pg/engine.ts": 'import type { Engine } from "../engine.ts";\nexport type PgEngine = Engine;\n',
+  "front/open.ts":
+    'import { Queue } from "../core/memory/queue.ts";\nimport type { PgEngine } from "../core/pg/engine.ts";\nexport const o: [typeof Queue, PgEngine?] = [Queue];\n',
+  "mod.ts": 'export { o } from "./front/open.ts";\n',
+  "bench/b.ts": 'import { o } from "../mod.ts";\nexport const b = o;\n',
+  "tests/t.ts": 'import { b } from "../bench/b.ts";\nimport { o } from "../front/open.ts";\nexport const t = [b, o];\n',
   "protocol/p.ts": [
     'import { c } from "../core/c.ts";',
     'import type { Engine } from "../core/engine.ts";',
@@ -63,12 +69,11 @@ const CLEAN = {
   "adapters/b.ts": 'import type { Queue } from "../core/memory/queue.ts";\nexport const b = 2 as unknown as Queue;\n',
 };
 
-describe("check_cycles.mjs", () => {
+describe("check_imports.mjs", () => {
   it("passes a clean tree, comments and strings that look like imports included", () => {
     const r = check(tree(CLEAN));
     assert.equal(r.status, 0, r.err);
-    assert.match(r.out, /cycles: none among 7 files/);
-    assert.match(r.out, /seam: protocol\/ imports none/);
+    assert.match(r.out, /imports: no cycle among 12 files/);
   });
 
   it("reports a static cycle", () => {
@@ -113,15 +118,63 @@ describe("check_cycles.mjs", () => {
     assertReported(r, "side-effect import", "adapters/a.ts", "adapters/b.ts");
   });
 
-  it("reports layering violations: core/ up to protocol/ or adapters/, protocol/ up to adapters/", () => {
+  it("reports an engine importing the other, each way", () => {
     const r = check(tree({
-      "core/c.ts": 'import type { P } from "../protocol/p.ts";\nexport const c = 1;\n',
-      "core/d.ts": 'export const d = () => import("../adapters/a.ts");\n',
-      "protocol/p.ts": 'export type P = number;\nexport const l = () => import("../adapters/a.ts");\n',
-      "adapters/a.ts": "export const a = 1;\n",
+      "core/memory/model.ts": 'import type { PgTube } from "../pg/client.ts";\nexport class Tube {}\n',
+      "core/pg/client.ts": 'export { Tube as PgTube } from "../memory/model.ts";\n',
     }));
     assertReported(
       r,
+      "core/memory/model.ts:1 imports core/pg/client.ts (import type): neither engine imports the other",
+      "core/pg/client.ts:1 imports core/memory/model.ts (export from): neither engine imports the other",
+    );
+  });
+
+  it("reports protocol/ importing an engine (it talks to core/engine.ts), but not core/engine.ts itself", () => {
+    const r = check(tree({
+      "core/engine.ts": "export type Engine = { id: number };\n",
+      "core/memory/queue.ts": "export class Queue {}\n",
+      "core/pg/sql.ts": "export type Sql = { q: string };\n",
+      "protocol/d.ts":
+        'import type { Queue } from "../core/memory/queue.ts";\nimport type { Engine } from "../core/engine.ts";\n',
+      "protocol/http/v.ts": 'export const s = () => import("../../core/pg/sql.ts");\n',
+    }));
+    assertReported(
+      r,
+      "protocol/d.ts:1 imports core/memory/queue.ts (import type): protocol/ imports no engine",
+      "protocol/http/v.ts:1 imports core/pg/sql.ts (import()): protocol/ imports no engine",
+    );
+    assert.doesNotMatch(r.err, /imports core\/engine\.ts/);
+  });
+
+  it("reports core's shared files importing an engine", () => {
+    const r = check(tree({
+      "core/clients.ts": 'import type { Job } from "./memory/model.ts";\nexport type J = Job;\n',
+      "core/memory/model.ts": "export class Job {}\n",
+    }));
+    assertReported(
+      r,
+      "core/clients.ts:1 imports core/memory/model.ts (import type): core's shared files import no engine",
+    );
+  });
+
+  it("reports core/ and protocol/ importing the front, and core/ or protocol/ going up", () => {
+    const r = check(tree({
+      "front/config.ts": "export const DEFAULT_PORT = 11300;\n",
+      "core/log.ts": 'import type { DEFAULT_PORT } from "../front/config.ts";\nexport const l = 1;\n',
+      "core/pg/engine.ts": 'import { DEFAULT_PORT } from "../../front/config.ts";\nexport const e = DEFAULT_PORT;\n',
+      "core/c.ts": 'import type { P } from "../protocol/p.ts";\nexport const c = 1;\n',
+      "core/d.ts": 'export const d = () => import("../adapters/a.ts");\n',
+      "protocol/p.ts": 'export type P = number;\nexport const l = () => import("../adapters/a.ts");\n',
+      "protocol/q.ts": 'export { DEFAULT_PORT } from "../front/config.ts";\n',
+      "adapters/a.ts": 'import "../front/config.ts";\n',
+    }));
+    assertReported(
+      r,
+      "core/log.ts:1 imports front/config.ts (import type): nothing in core/ imports the front",
+      "core/pg/engine.ts:1 imports front/config.ts (import): nothing in core/ imports the front",
+      "protocol/q.ts:1 imports front/config.ts (export from): nothing in protocol/ imports the front",
+      "adapters/a.ts:1 imports front/config.ts (side-effect import): adapters/ keeps runtime capabilities",
       "core/c.ts:1 imports protocol/p.ts (import type): core/ must not depend on protocol/",
       "core/d.ts:1 imports adapters/a.ts (import()): core/ must not depend on adapters/",
       "protocol/p.ts:2 imports adapters/a.ts (import()): protocol/ must not depend on adapters/",
@@ -129,35 +182,20 @@ describe("check_cycles.mjs", () => {
     assert.doesNotMatch(r.err, /cycle/);
   });
 
-  it("reports protocol/ importing core's queue internals (the seam rule), and --no-seam skips it", () => {
-    const dir = tree({
-      "core/memory/queue.ts": "export class Queue {}\n",
-      "core/queue_upkeep.ts": "export const u = 1;\n",
-      "core/memory/binlog/wal/segment.ts": "export const s = 1;\n",
-      "core/engine.ts": "export type Engine = { id: number };\n",
-      "protocol/d.ts":
-        'import type { Queue } from "../core/memory/queue.ts";\nimport type { Engine } from "../core/engine.ts";\n',
-      "protocol/http/v.ts": [
-        'export { u } from "../../core/queue_upkeep.ts";',
-        'export const s = () => import("../../core/memory/binlog/wal/segment.ts");',
-      ].join("\n"),
-    });
-    const r = check(dir);
+  it("reports bench/ importing from tests/", () => {
+    const r = check(tree({
+      "tests/harness/postgres.ts": "export const startPostgres = () => 1;\n",
+      "bench/main.ts": 'export const pg = () => import("../tests/harness/postgres.ts");\n',
+    }));
     assertReported(
       r,
-      "protocol/d.ts:1 imports core/memory/queue.ts (import type): seam rule, protocol/ must not import core/memory/queue.ts",
-      "protocol/http/v.ts:1 imports core/queue_upkeep.ts (export from): seam rule, protocol/ must not import core/queue_*.ts",
-      "protocol/http/v.ts:2 imports core/memory/binlog/wal/segment.ts (import()): seam rule, protocol/ must not import core/memory/binlog/**",
+      "bench/main.ts:1 imports tests/harness/postgres.ts (import()): bench/ imports nothing from tests/",
     );
-    assert.doesNotMatch(r.err, /engine\.ts/);
-    const skipped = check(dir, "--no-seam");
-    assert.equal(skipped.status, 0, skipped.err);
-    assert.match(skipped.out, /seam rule skipped \(--no-seam\)/);
   });
 
   it("refuses an unknown argument", () => {
-    const r = check(tree({}), "--seam-off");
+    const r = check(tree({}), "--no-seam");
     assert.equal(r.status, 2);
-    assert.match(r.err, /unknown argument: --seam-off/);
+    assert.match(r.err, /unknown argument: --no-seam/);
   });
 });

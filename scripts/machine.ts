@@ -1,5 +1,9 @@
-// Free ports for the servers tests start.
+// What this machine offers the tests and the bench alike: free ports for the servers
+// they start, and programs on PATH.
 import { createServer } from "node:net";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import process from "node:process";
 
 /**
  * Ports this process handed out already. The kernel may give the same free port to two
@@ -40,4 +44,13 @@ function bindable(port: number): Promise<boolean> {
     srv.once("error", () => resolve(false));
     srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
+}
+
+/** Find an executable on PATH (or an absolute path), or undefined. */
+export function which(name: string): string | undefined {
+  if (name.startsWith("/")) return existsSync(name) ? name : undefined;
+  for (const dir of (process.env.PATH ?? "").split(":")) {
+    if (dir && existsSync(join(dir, name))) return join(dir, name);
+  }
+  return undefined;
 }

@@ -1,90 +1,130 @@
-// Fails when files under adapters/, core/ and protocol/ import each other in a cycle,
-// break the layering, or (the seam rule) protocol/ reaches into core's queue internals.
+// The import rules of the tree, checked on every file that can name another: the rooms
+// below, which room may import which, and no cycle anywhere.
+//
+//   core/*.ts      the seam and what every engine shares: imports only core/*.ts
+//   core/memory/   the in-memory engine   } each imports core/*.ts and itself only:
+//   core/pg/       the PostgreSQL engine  } neither engine imports the other
+//   protocol/      bytes <-> commands: imports core/*.ts and itself, never an engine
+//   adapters/      runtime capabilities: may serve protocol/ and bind an engine's
+//                  interfaces (a driver for core/pg/sql.ts), never front/
+//   front/         flags, the assembly of a service, migrate: the one place that knows
+//                  both engines; imported only by server.ts and mod.ts
+//   bench/         the benchmark: imports nothing of tests/ (a helper both need lives
+//                  where both may use it)
 //
 // Every way one file can name another counts: `import ... from`, `import type`,
 // `export ... from` (type-only too), side-effect `import "./x.ts"`, and dynamic
 // `import("./x.ts")` with a string-literal specifier (also `typeof import(...)` in a
 // type). A cycle of types or of lazy loads is still two files that cannot be read apart.
+// Comments and strings are not imports (a JSDoc example may import ../mod.ts).
 //
-// Layering is one way: adapters/ -> protocol/ -> core/. core/ imports neither protocol/
-// nor adapters/; protocol/ does not import adapters/.
-//
-// Usage: node scripts/check_cycles.mjs [--root DIR] [--no-seam]
-//   --root DIR  check DIR/adapters, DIR/core and DIR/protocol (default: this repository)
-//   --no-seam   skip the seam rule (for a tree that does not satisfy it yet)
+// Usage: node scripts/check_imports.mjs [--root DIR]
+//   --root DIR  check the tree under DIR (default: this repository)
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/**
- * The seam rule: no file under protocol/ may import any of these (paths relative to
- * the root; `*` is any run of name characters, `**` anything below a folder). The
- * protocol talks to the queue through its seam, not through its parts.
- */
-const SEAM_FORBIDDEN_FOR_PROTOCOL = [
-  "core/memory/queue.ts",
-  "core/queue_*.ts",
-  "core/memory/model.ts",
-  "core/memory/heap.ts",
-  "core/memory/waits.ts",
-  "core/memory/tubes.ts",
-  "core/memory/job_table.ts",
-  "core/memory/records.ts",
-  "core/memory/store.ts",
-  "core/memory/extensions.ts",
-  "core/memory/extras.ts",
-  "core/memory/schedule.ts",
-  "core/memory/stats.ts",
-  "core/memory/wal.ts",
-  "core/memory/log_turn.ts",
-  "core/memory/binlog/**",
-  "core/memory/beanstalkd_log/**",
-];
+/** The room of a root-relative, /-separated path; undefined for files no rule covers. */
+function roomOf(path) {
+  if (path === "mod.ts" || path === "server.ts") return "top";
+  const [first, second] = path.split("/");
+  if (first === "core") {
+    if (second === "memory" || second === "pg") return second;
+    return path.split("/").length === 2 ? "core" : undefined;
+  }
+  if (["protocol", "adapters", "front", "bench", "tests"].includes(first)) return first;
+  return undefined;
+}
 
-/** The folders walked. */
-const DIRS = ["adapters", "core", "protocol"];
-/** The layering: which folders each one may not import. */
-const LAYERING = { core: ["protocol", "adapters"], protocol: ["adapters"], adapters: [] };
+/** The name of each room in messages. */
+const ROOM_NAME = {
+  core: "core's shared files (core/*.ts)",
+  memory: "the in-memory engine (core/memory/)",
+  pg: "the PostgreSQL engine (core/pg/)",
+  protocol: "protocol/",
+  adapters: "adapters/",
+  front: "front/",
+  bench: "bench/",
+  tests: "tests/",
+  top: "mod.ts and server.ts",
+};
+
+/**
+ * The rules: for each room, the rooms it must not import, and why (the message). A room
+ * not listed may import anything; its own room is always allowed.
+ */
+const RULES = {
+  core: {
+    memory: "core's shared files import no engine",
+    pg: "core's shared files import no engine",
+    protocol: "core/ must not depend on protocol/",
+    adapters: "core/ must not depend on adapters/",
+    front: "nothing in core/ imports the front",
+    top: "core/ must not depend on mod.ts or server.ts",
+  },
+  memory: {
+    pg: "neither engine imports the other",
+    protocol: "an engine must not depend on protocol/",
+    adapters: "an engine must not depend on adapters/ (capabilities are injected)",
+    front: "nothing in core/ imports the front",
+    top: "core/ must not depend on mod.ts or server.ts",
+  },
+  pg: {
+    memory: "neither engine imports the other",
+    protocol: "an engine must not depend on protocol/",
+    adapters: "an engine must not depend on adapters/ (capabilities are injected)",
+    front: "nothing in core/ imports the front",
+    top: "core/ must not depend on mod.ts or server.ts",
+  },
+  protocol: {
+    memory: "protocol/ imports no engine: it talks to core/engine.ts",
+    pg: "protocol/ imports no engine: it talks to core/engine.ts",
+    adapters: "protocol/ must not depend on adapters/",
+    front: "nothing in protocol/ imports the front",
+    top: "protocol/ must not depend on mod.ts or server.ts",
+  },
+  adapters: {
+    front: "adapters/ keeps runtime capabilities: it does not import the front",
+    top: "adapters/ must not depend on mod.ts or server.ts",
+  },
+  front: {
+    top: "front/ must not depend on mod.ts or server.ts",
+  },
+  bench: {
+    tests: "bench/ imports nothing from tests/",
+  },
+};
+
+/** The folders and files walked. */
+const WALKED = ["adapters", "core", "protocol", "front", "bench", "tests", "mod.ts", "server.ts"];
 
 function usage(msg) {
-  console.error(`${msg}\nusage: node scripts/check_cycles.mjs [--root DIR] [--no-seam]`);
+  console.error(`${msg}\nusage: node scripts/check_imports.mjs [--root DIR]`);
   process.exit(2);
 }
 
 let root = resolve(fileURLToPath(new URL("..", import.meta.url)));
-let seam = true;
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
-  if (argv[i] === "--no-seam") seam = false;
-  else if (argv[i] === "--root") {
+  if (argv[i] === "--root") {
     if (argv[i + 1] === undefined) usage("--root needs a folder");
     root = resolve(argv[++i]);
   } else usage(`unknown argument: ${argv[i]}`);
 }
 
-/** A glob of SEAM_FORBIDDEN_FOR_PROTOCOL as a RegExp over a root-relative, /-separated path. */
-function globRegExp(glob) {
-  const re = glob.split(/(\*\*|\*)/).map((part) =>
-    part === "**" ? ".*" : part === "*" ? "[^/]*" : part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")
-  );
-  return new RegExp(`^${re.join("")}$`);
-}
-const SEAM = SEAM_FORBIDDEN_FOR_PROTOCOL.map((g) => ({ glob: g, re: globRegExp(g) }));
-
 const files = [];
-function walk(dir) {
-  if (!existsSync(dir)) return;
-  for (const name of readdirSync(dir).sort()) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) walk(p);
-    else if (p.endsWith(".ts")) files.push(p);
-  }
+function walk(p) {
+  if (!existsSync(p)) return;
+  if (statSync(p).isDirectory()) {
+    for (const name of readdirSync(p).sort()) {
+      if (name !== "node_modules" && !name.startsWith(".")) walk(join(p, name));
+    }
+  } else if (/\.(ts|mjs)$/.test(p)) files.push(p);
 }
-for (const dir of DIRS) walk(join(root, dir));
+for (const p of WALKED) walk(join(root, p));
 const known = new Set(files);
-/** Root-relative with / separators, as messages and globs spell paths. */
+/** Root-relative with / separators, as messages spell paths. */
 const rel = (p) => relative(root, p).split(sep).join("/");
-const top = (p) => rel(p).split("/")[0];
 
 /**
  * Splits TypeScript source into tokens, enough to find imports: comments dropped,
@@ -295,22 +335,14 @@ function visit(f) {
 for (const f of files) if (!state.has(f)) visit(f);
 
 for (const f of files) {
+  const from = roomOf(rel(f));
   for (const e of edges.get(f)) {
-    const from = top(f);
-    const to = top(e.to);
-    if (LAYERING[from].includes(to)) {
+    const to = roomOf(rel(e.to));
+    const why = from !== to && RULES[from]?.[to];
+    if (why) {
       problems.push(
-        `${rel(f)}:${e.line} imports ${rel(e.to)} (${e.how}): ${from}/ must not depend on ${to}/ ` +
-          "(layering: adapters/ -> protocol/ -> core/)",
+        `${rel(f)}:${e.line} imports ${rel(e.to)} (${e.how}): ${why} (${ROOM_NAME[from]} -> ${ROOM_NAME[to]})`,
       );
-    }
-    if (seam && from === "protocol") {
-      const hit = SEAM.find((s) => s.re.test(rel(e.to)));
-      if (hit) {
-        problems.push(
-          `${rel(f)}:${e.line} imports ${rel(e.to)} (${e.how}): seam rule, protocol/ must not import ${hit.glob}`,
-        );
-      }
     }
   }
 }
@@ -320,7 +352,7 @@ if (problems.length) {
   process.exit(1);
 }
 console.log(
-  `cycles: none among ${files.length} files in adapters/, core/ and protocol/ (static, type-only, side-effect and ` +
-    "dynamic imports); layering adapters/ -> protocol/ -> core/ holds; " +
-    (seam ? "seam: protocol/ imports none of core's queue internals" : "seam rule skipped (--no-seam)"),
+  `imports: no cycle among ${files.length} files (static, type-only, side-effect and dynamic imports); ` +
+    "protocol/ imports no engine, neither engine the other, core's shared files no engine, core/ and " +
+    "protocol/ not the front, bench/ nothing of tests/",
 );
