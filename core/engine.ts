@@ -176,6 +176,48 @@ export interface TubeStats {
   pauseTimeLeft: number;
   /** Only on tubes that have one (stats-tube shows it then): set-dlq's and set-backoff's policy. */
   policy?: RetryPolicy;
+  /** Only on tubes that have them (stats-tube shows them then): set-concurrency's and set-rate's limits. */
+  limits?: TubeLimits;
+}
+
+/** A tube's flow limits (set-concurrency, set-rate); a tube keeps them only while one is not 0. */
+export interface TubeLimits {
+  /** Most jobs of the tube reserved at once; 0: no limit. */
+  concurrency: number;
+  /** Most reservations of the tube in any window of rateWindowSec seconds; 0: no limit. */
+  rateCount: number;
+  /** The window of rateCount, seconds (0 when rateCount is 0). */
+  rateWindowSec: number;
+}
+
+/** schedule's recurring job: its name, its spec (core/schedule_spec.ts) and the job each due time puts. */
+export interface NewSchedule {
+  /** Its name (replaces a schedule of that name). */
+  readonly name: string;
+  /** The tube each run puts its job into. */
+  readonly tube: string;
+  /** `every:<seconds>` or a cron expression with `_` between its fields, as the command gave it (well-formed). */
+  readonly spec: string;
+  /** The job's priority and time to run (seconds). */
+  readonly pri: number;
+  readonly ttrSec: number;
+  /** The job's body with its trailing CRLF; the engine may keep it. */
+  readonly body: Uint8Array;
+}
+
+/** A schedule as list-schedules shows it. */
+export interface ScheduleInfo {
+  name: string;
+  tube: string;
+  spec: string;
+  pri: number;
+  ttrSec: number;
+  /** Body bytes, without the CRLF. */
+  size: number;
+  /** When it next puts its job, Unix seconds. */
+  nextDueSec: number;
+  /** The due time of its last run, Unix seconds (0: none yet). */
+  lastDueSec: number;
 }
 
 /** A tube's retry policy (issue 19): set-dlq's limit and dead-letter tube, set-backoff's delays. */
@@ -207,6 +249,8 @@ export interface TubeSnapshot extends TubeStats {
   pauseLeftMs: number;
   /** Ms since the oldest ready job became ready (0 when none is ready): queue latency. */
   oldestReadyMs: number;
+  /** Ready jobs a limit (set-concurrency, set-rate) keeps from being reserved now (0 without limits). */
+  heldJobs?: number;
 }
 
 /** The engine's part of `stats`: jobs, tubes and the log. */
@@ -273,6 +317,8 @@ export interface EngineMetrics {
   log: LogHealth | undefined;
   /** Jobs moved to a dead-letter tube since start (engines with set-dlq). */
   deadLettered?: number;
+  /** Jobs put by each schedule through this node since start, by schedule name (engines with schedules). */
+  scheduleRuns?: ReadonlyMap<string, number>;
   /** The database under the engine (engines over one, such as --pg). */
   database?: DatabaseHealth;
 }
@@ -492,4 +538,18 @@ export interface Engine<C extends EngineClient = EngineClient> {
   setDlq?(tube: string, maxAttempts: number, deadTube: string): Answer<"OK" | "INTERNAL_ERROR">;
   /** set-backoff: a released or timed-out job of the tube comes back delayed (base 0: no backoff). */
   setBackoff?(tube: string, baseSec: number, capSec: number): Answer<"OK" | "INTERNAL_ERROR">;
+  /**
+   * set-concurrency: at most `max` jobs of the tube reserved at once (0: no limit); a reserve
+   * waits, as on an empty tube, while the tube is at its limit. The tube exists (created if
+   * needed) while it has a limit.
+   */
+  setConcurrency?(tube: string, max: number): Answer<"OK" | "INTERNAL_ERROR">;
+  /** set-rate: at most `count` reservations of the tube in any window of `windowSec` seconds (count 0: none). */
+  setRate?(tube: string, count: number, windowSec: number): Answer<"OK" | "INTERNAL_ERROR">;
+  /** schedule: add or replace a recurring job; each of its due times puts one job. */
+  schedule?(s: NewSchedule): Answer<"OK" | "INTERNAL_ERROR">;
+  /** unschedule: remove a schedule by name. */
+  unschedule?(name: string): Answer<"DELETED" | Refusal>;
+  /** list-schedules: every schedule, by name. */
+  listSchedules?(): Answer<ScheduleInfo[]>;
 }

@@ -89,3 +89,31 @@ export const TUBE_KEYS = [
   "pause",
   "pause-time-left",
 ] as const;
+
+/**
+ * stats-tube-all's keys: beanstalkd-pi's, in its order (tube_all.go, formatAllTubeStats:
+ * not stats-tube's order), then tubeway's own (backoff, limits).
+ */
+export const TUBE_ALL_KEYS = [
+  "name",
+  "current-jobs-urgent",
+  "current-jobs-ready",
+  "current-jobs-reserved",
+  "current-jobs-delayed",
+  "current-jobs-buried",
+  "total-jobs",
+  "current-using",
+  "current-waiting",
+  "current-watching",
+  "pause",
+  "cmd-delete",
+  "cmd-pause-tube",
+  "pause-time-left",
+  "dlq-max-attempts",
+  "dlq-tube",
+  "backoff-base",
+  "backoff-cap",
+  "concurrency-limit",
+  "rate-limit",
+  "rate-window",
+] as const;

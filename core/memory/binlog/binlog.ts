@@ -3,21 +3,27 @@
 // fsync leads to) sync.ts, the counts of what was written tally.ts. Why it works the way it does
 // (batching, the disk-full reserve, which files may go when, ids): README.md in this folder.
 import { errorText } from "../../files.ts";
-import type { JobRecord, JobState, Wal } from "../wal.ts";
+import type { JobRecord, JobState, ScheduleRecord, TubeLimits, Wal } from "../wal.ts";
 import type { Clock } from "../../clock.ts";
 import {
   encodeIdsAt,
   encodeJobAt,
+  encodeLimitsAt,
   encodePolicyAt,
   encodePurgeAt,
+  encodeScheduleAt,
   fullRecordSize,
   GONE,
   IDS_RECORD_SIZE,
+  limitsRecordSize,
   policyRecordSize,
   purgeRecordSize,
+  scheduleRecordSize,
+  type ScheduleRun,
   SHORT_RECORD_SIZE,
 } from "./codec.ts";
 import type { Encode, PolicyRecord } from "./codec.ts";
+import { Standing } from "./standing.ts";
 import { type Ballast, WRITE_RESERVE } from "./ballast.ts";
 import { Compaction } from "./compaction.ts";
 import { Fsync } from "./sync.ts";
@@ -49,8 +55,8 @@ export class Binlog implements Wal {
   #flushQueued = false;
   /** A caller will flush() this turn (hold()): the end-of-turn flush leaves its records to it. */
   #held = false;
-  /** Tube policies in force, restated at the start of every new file so that collection never drops one. */
-  readonly #policies: Map<string, PolicyRecord>;
+  /** Policies, limits and schedules, restated at the start of every new file so that collection never drops one. */
+  readonly #standing: Standing;
 
   constructor(opts: BinlogOptions, clock: Pick<Clock, "now">, live: LiveLookup, unlock: () => void, p: BinlogParts) {
     this.#opts = opts;
@@ -78,11 +84,11 @@ export class Binlog implements Wal {
         if (stopped) this.#tally.writable = false;
       },
     });
-    this.#policies = p.policies;
+    this.#standing = new Standing(p.standing);
     this.#segs.onRotate = () => this.#restate();
     this.#segs.rotate(this.#idHigh);
-    // the policies restated in the new file are written before any old file can go
-    if (this.#policies.size > 0) this.#segs.flush();
+    // what is restated in the new file is written before any old file can go
+    if (this.#standing.size > 0) this.#segs.flush();
     this.#segs.collectAtStart();
     this.#compaction = new Compaction({
       segs: this.#segs,
@@ -97,6 +103,17 @@ export class Binlog implements Wal {
   }
 
   put(rec: JobRecord): boolean {
+    return this.#put(rec, undefined);
+  }
+
+  /** A job a schedule put, with its run, in one record (kind 9). */
+  scheduledPut(rec: JobRecord, name: string, dueSec: number): boolean {
+    if (!this.#put(rec, { name, dueSec })) return false;
+    this.#standing.ran(name, dueSec);
+    return true;
+  }
+
+  #put(rec: JobRecord, run: ScheduleRun | undefined): boolean {
     if (this.#closed) return false;
     if (!rec.body) {
       this.#opts.log(`binlog: job ${rec.id} has no body; not logged`);
@@ -107,7 +124,7 @@ export class Binlog implements Wal {
     if (!this.#ballast.ensure(this.#homes.jobs.size + (old ? 0 : 1))) return false;
     this.#maxPutId = Math.max(this.#maxPutId, rec.id);
     const newHigh = rec.id > this.#idHigh - ID_BLOCK / 2 ? rec.id + ID_BLOCK : 0;
-    const size = fullRecordSize(rec);
+    const size = fullRecordSize(rec, run);
     const order = rec.state === "buried" ? this.#buryOrder + 1 : 0;
     const total = size + (newHigh ? IDS_RECORD_SIZE : 0);
     let at = this.#claim(total, false);
@@ -116,7 +133,7 @@ export class Binlog implements Wal {
     const salt = segs.current!.seed;
     try {
       if (newHigh) at = encodeIdsAt(newHigh, salt, segs.buf, segs.view, at);
-      encodeJobAt(true, rec, order, salt, segs.buf, segs.view, at);
+      encodeJobAt(true, rec, order, salt, segs.buf, segs.view, at, run);
     } catch (e) {
       return this.#unencodable(e);
     }
@@ -155,22 +172,43 @@ export class Binlog implements Wal {
 
   /** set-dlq / set-backoff: the tube's policy from now on (all zero: none). */
   policy(tube: string, p: PolicyRecord): boolean {
+    const encode: Encode = (salt, buf, v, at) => encodePolicyAt(tube, p, salt, buf, v, at);
+    return this.#standingRecord(policyRecordSize(tube, p), encode, () => this.#standing.policy(tube, p));
+  }
+
+  /** set-concurrency / set-rate: the tube's limits from now on (all zero: none). */
+  limits(tube: string, l: TubeLimits): boolean {
+    const encode: Encode = (salt, buf, v, at) => encodeLimitsAt(tube, l, salt, buf, v, at);
+    return this.#standingRecord(limitsRecordSize(tube), encode, () => this.#standing.limits(tube, l));
+  }
+
+  /** schedule: a schedule added or replaced. */
+  schedule(s: ScheduleRecord): boolean {
+    const encode: Encode = (salt, buf, v, at) => encodeScheduleAt(s, salt, buf, v, at);
+    return this.#standingRecord(scheduleRecordSize(s), encode, () => this.#standing.schedule(s));
+  }
+
+  /** unschedule: a schedule removed. */
+  unschedule(name: string): boolean {
+    const encode: Encode = (salt, buf, v, at) => encodeScheduleAt(name, salt, buf, v, at);
+    return this.#standingRecord(scheduleRecordSize(name), encode, () => this.#standing.unschedule(name));
+  }
+
+  /** A record of what belongs to no job (standing.ts), and what it changes once written. */
+  #standingRecord(size: number, encode: Encode, apply: () => void): boolean {
     if (this.#closed) return false;
-    const size = policyRecordSize(tube, p);
-    if (!this.#write(size, false, true, (salt, buf, v, at) => encodePolicyAt(tube, p, salt, buf, v, at))) return false;
-    if (p.maxAttempts === 0 && p.backoffBaseSec === 0) this.#policies.delete(tube);
-    else this.#policies.set(tube, { ...p });
+    if (!this.#write(size, false, true, encode)) return false;
+    apply();
     this.#afterWrite(size);
     return true;
   }
 
-  /** A new file was started: the policies in force go first into it (see codec.ts, kind 6). */
+  /** A new file was started: what stands goes first into it (standing.ts). */
   #restate(): void {
-    for (const [tube, p] of this.#policies) {
-      const size = policyRecordSize(tube, p);
-      const segs = this.#segs;
+    const segs = this.#segs;
+    for (const [size, encode] of this.#standing.records()) {
       const at = segs.claim(size);
-      encodePolicyAt(tube, p, segs.current!.seed, segs.buf, segs.view, at); // written once already: cannot throw
+      encode(segs.current!.seed, segs.buf, segs.view, at); // written once already: cannot throw
       segs.commit(size, false);
       this.#tally.restated(size);
     }
