@@ -90,8 +90,9 @@ export interface NewSchedule {
   readonly tube: string;
   /** `every:<seconds>` or a cron expression with `_` between its fields, as the command gave it (well-formed). */
   readonly spec: string;
-  /** The job's priority and time to run (seconds). */
+  /** The job's priority. */
   readonly pri: number;
+  /** The job's time to run, seconds. */
   readonly ttrSec: number;
   /** The job's body with its trailing CRLF; the engine may keep it. */
   readonly body: Uint8Array;

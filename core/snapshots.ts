@@ -107,8 +107,9 @@ export interface ScheduleInfo {
   tube: string;
   /** As the schedule command gave it (core/schedule_spec.ts). */
   spec: string;
-  /** The job's priority and time to run (seconds). */
+  /** The job's priority. */
   pri: number;
+  /** The job's time to run, seconds. */
   ttrSec: number;
   /** Body bytes, without the CRLF. */
   size: number;
