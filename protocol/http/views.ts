@@ -50,6 +50,8 @@ export async function overview(src: OverviewSource) {
     tubeCount: all.length,
     tubes,
     commands,
+    // recurring jobs (an engine without them: none)
+    schedules: (await e.listSchedules?.()) ?? [],
     // only for an engine over a database (--pg)
     database: await database(e.metrics().database),
   };
