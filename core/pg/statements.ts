@@ -23,10 +23,12 @@ const NOW_DELAYED = `(state = ${DELAYED} and ready_at > now())`;
 
 export function statements(S: string) {
   /** Ms until the next delayed job is due, a TTR ends or a pause ends, anywhere; null when nothing is. */
+  // a tube's row: when its pause ends, or when its rate limit lets the next reservation through
   const dueMs = msUntil(`least(
         (select min(ready_at) from ${S}.jobs where state = ${DELAYED}),
         (select min(deadline) from ${S}.jobs where state = ${RESERVED}),
-        (select min(pause_until) from ${S}.tubes where pause_until > now()))`);
+        (select least(min(pause_until) filter (where pause_until > now()),
+          min(rate_free_at) filter (where rate_free_at > now())) from ${S}.tubes))`);
   return {
     /** Delayed jobs whose time has come, and reservations whose TTR ended, back to ready; $1 node, $2 slot. */
     sweep: `with p as (
@@ -101,7 +103,8 @@ export function statements(S: string) {
     /**
      * reserve, for the connections $2 of node $1 (first come first served) that watch
      * the same tubes $3 ($4 of them): the best (pri, id) ready jobs of those tubes that
-     * are not paused, the first to the first connection. Per tube, the head of its
+     * are not paused and have no limits (in the same lookup: those are
+     * flow_statements.ts's), the first to the first connection. Per tube, the head of its
      * (tube, pri, id) index, LIMIT $4 FOR UPDATE SKIP LOCKED (a row another transaction
      * is claiming or deleting is passed over; no sort of the whole queue); then the best
      * $4 of those heads. Heads not chosen stay locked until COMMIT, so a concurrent
@@ -111,7 +114,8 @@ export function statements(S: string) {
      */
     claims: `with w as (
         select tube from unnest($3::text[]) as u(tube)
-        where not exists (select 1 from ${S}.tubes p where p.name = u.tube and p.pause_until > now())),
+        where not exists (select 1 from ${S}.tubes p where p.name = u.tube
+          and (p.pause_until > now() or p.max_reserved > 0 or p.rate_count > 0))),
       h as (select x.id, x.pri from w cross join lateral (
           select id, pri from ${S}.jobs where state = ${READY} and tube = w.tube
           order by pri, id limit $4::int8 for update skip locked) as x),
@@ -185,7 +189,10 @@ export function statements(S: string) {
         (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_DELAYED}) as delayed,
         (select count(*)::float8 from ${S}.jobs where tube = $1 and state = ${BURIED}) as buried,
         r.max_attempts::float8 as dlq_max, r.dead_tube as dlq_tube, r.backoff_base::float8 as backoff_base,
-        r.backoff_cap::float8 as backoff_cap
+        r.backoff_cap::float8 as backoff_cap,
+        case when p.max_reserved > 0 or p.rate_count > 0 then p.max_reserved::float8 end as max_reserved,
+        p.rate_count::float8 as rate_count, p.rate_window_ms::float8 as rate_window_ms,
+        coalesce((p.max_reserved > 0 and p.reserved >= p.max_reserved) or p.rate_free_at > now(), false) as held
       from (select 1) as one left join ${S}.tubes p on p.name = $1 left join ${S}.policies r on r.tube = $1`,
     /** The cluster's job gauges (counted: a scan of the jobs table) and counters. */
     stats: `select
@@ -197,10 +204,11 @@ export function statements(S: string) {
         (select coalesce(sum(total_jobs), 0)::float8 from ${S}.node_counts) as total_jobs,
         (select coalesce(sum(job_timeouts), 0)::float8 from ${S}.node_counts) as job_timeouts
       from ${S}.jobs`,
-    /** Tubes with jobs or a policy (extensions), in the order they were first counted. */
+    /** Tubes with jobs, a policy or limits (extensions), in the order they were first counted. */
     tubeNames: `select name from (
         select tube as name, min(seq) as seq from ${S}.tube_counts group by tube having sum(jobs) > 0
-        union all select tube, seq from ${S}.policies) as x
+        union all select tube, seq from ${S}.policies
+        union all select name, seq from ${S}.tubes where max_reserved > 0 or rate_count > 0) as x
       group by name order by min(seq)`,
     /**
      * pause-tube $1 for $2 s ($3: referenced here, so it exists even without jobs). No
@@ -210,6 +218,7 @@ export function statements(S: string) {
         select $1::text, 1, $2::int8 * 1000, case when $2::int8 > 0 then now() + $2::int8 * 1000 * ${MS} end
         where $3::boolean or (select coalesce(sum(jobs), 0) from ${S}.tube_counts where tube = $1) > 0
           or exists (select 1 from ${S}.policies where tube = $1)
+          or exists (select 1 from ${S}.tubes where name = $1 and (max_reserved > 0 or rate_count > 0))
       on conflict (name) do update set cmd_pause = x.cmd_pause + 1, pause_ms = excluded.pause_ms,
         pause_until = excluded.pause_until
       returning 1`,
@@ -222,6 +231,7 @@ export function statements(S: string) {
     dropTubes: `with g as (
         select name from unnest($1::text[]) as u(name)
         where name <> 'default' and not exists (select 1 from ${S}.policies where tube = u.name)
+          and not exists (select 1 from ${S}.tubes where name = u.name and (max_reserved > 0 or rate_count > 0))
           and (select coalesce(sum(jobs), 0) from ${S}.tube_counts where tube = u.name) = 0
           and not exists (select 1 from ${S}.tube_counts c join ${S}.nodes n on n.id = c.node
             where c.tube = u.name and c.jobs <> 0 and n.lease_until >= now())),
