@@ -36,7 +36,7 @@ type Fail = (message: string, code: number) => never;
 function prepareUnixPath(path: string, log: Logger, fail: Fail): void {
   if (Buffer.byteLength(path) > 107) fail(`socket path too long: ${path}`, 111);
   if (!existsSync(path)) return;
-  if (!lstatSync(path).isSocket()) fail("another file already exists in the given path", 111);
+  if (!lstatSync(path).isSocket()) fail(`cannot listen on ${path}: another file already exists in the given path`, 111);
   log.warn("removing existing local socket to replace it", { path });
   unlinkSync(path);
 }
