@@ -9,6 +9,7 @@ import { MIGRATE_USAGE, migrateIn, migrateOut, type MigrateOutcome, parseMigrate
 import type { SqlClient } from "../core/pg/sql.ts";
 import { nodeFiles } from "./files_node.ts";
 import { pgClient, pgTarget } from "./pg_client.ts";
+import { tlsRefusal } from "./pg_probe.ts";
 
 const EXIT = { locked: 10, database: 69, refused: 1, failed: 1 } as const;
 
@@ -62,7 +63,8 @@ export async function migrateCommand(args: string[]): Promise<never> {
     await sql.close().catch(() => {});
   }
   if (outcome.kind === "failed") {
-    say(outcome.message);
+    const refusal = outcome.why === "database" ? await tlsRefusal(parsed.url) : undefined;
+    say(refusal ? `cannot use PostgreSQL at ${target}: ${refusal}` : outcome.message);
     process.exit(EXIT[outcome.why]);
   }
   for (const line of outcome.lines) console.log(line);

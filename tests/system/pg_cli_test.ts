@@ -63,6 +63,29 @@ describe("tubeway --pg on the command line", () => {
   );
 
   it(
+    "says the server does not support TLS when sslmode=require meets one without it (exit 69)",
+    { skip: skipWithoutPostgres },
+    async () => {
+      const { pg, release } = await acquirePostgres(); // the throwaway cluster has no TLS
+      try {
+        for (const [url, env] of [[`${pg.url}?sslmode=require`, {}], [pg.url, { PGSSLMODE: "verify-full" }]] as const) {
+          const r = run(["-l", "127.0.0.1", "-p", "0", "--pg", url], env);
+          assert.equal(r.code, 69, r.out);
+          assert.match(
+            r.out,
+            new RegExp(
+              `ERROR cannot use PostgreSQL at 127\\.0\\.0\\.1:${pg.port}/postgres: ` +
+                `the server at 127\\.0\\.0\\.1:${pg.port} does not support TLS, and sslmode=(require|verify-full) asks for it exit=69`,
+            ),
+          );
+        }
+      } finally {
+        release();
+      }
+    },
+  );
+
+  it(
     "names the database the PG* variables gave in its -V startup line",
     { skip: skipWithoutPostgres },
     async () => {

@@ -292,6 +292,15 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
     const out = join(freshDir(), "out");
     const badOut = await migrate("--to", out, "--pg", `postgres://127.0.0.1:${port}/jobs`);
     assert.equal(badOut.code, 69, badOut.err);
+    const noTls = await migrate("--to", out, "--pg", `${pg!.url}?sslmode=require`); // the cluster has no TLS
+    assert.deepEqual(
+      [noTls.code, noTls.err],
+      [
+        69,
+        `tubeway: migrate: cannot use PostgreSQL at ${where()}: the server at ${where().split("/")[0]} ` +
+        "does not support TLS, and sslmode=require asks for it\n",
+      ],
+    );
     const none = await migrate("--to", out, "--pg", pg!.url, "--pg-schema", "no_such_schema");
     assert.deepEqual(
       [none.code, none.err],
