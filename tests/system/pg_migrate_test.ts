@@ -8,7 +8,7 @@
 // a non-empty target directory, a database that cannot be used (69), bad usage (5).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN_SERVER, DENO_SERVER, RUNTIME, skipUnless } from "../harness/paths.ts";
@@ -301,11 +301,17 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
         "does not support TLS, and sslmode=require asks for it\n",
       ],
     );
-    const none = await migrate("--to", out, "--pg", pg!.url, "--pg-schema", "no_such_schema");
+    const deep = join(freshDir(), "new", "out");
+    const none = await migrate("--to", deep, "--pg", pg!.url, "--pg-schema", "no_such_schema");
     assert.deepEqual(
       [none.code, none.err],
       [1, `tubeway: migrate: schema no_such_schema at ${where()} has no tubeway tables\n`],
     );
+    // a failed export leaves no directory it made (a directory that was there stays)
+    for (const made of [out, join(deep, "..")]) assert.equal(existsSync(made), false, made);
+    const there = freshDir();
+    assert.equal((await migrate("--to", there, "--pg", pg!.url, "--pg-schema", "no_such_schema")).code, 1);
+    assert.equal(existsSync(there), true);
     const missing = await migrate("-b", join(dir, "nope"), "--pg", pg!.url, "--pg-schema", uniqueSchema("none"));
     assert.equal(missing.code, 10, missing.err);
     const usage = await migrate("--pg", pg!.url);
