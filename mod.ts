@@ -21,7 +21,7 @@
  * @module
  */
 export { PROTOCOL_VERSION, Service, type ServiceOptions } from "./protocol/service.ts";
-export { memoryEngine } from "./core/queue.ts";
+export { memoryEngine } from "./core/memory/queue.ts";
 export type {
   Answer,
   ClusterNode,
@@ -41,6 +41,8 @@ export type {
   ListState,
   LogHealth,
   LogStats,
+  NewJob,
+  NewJobAt,
   PutResult,
   Refusal,
   RetryPolicy,
@@ -48,6 +50,7 @@ export type {
   TubeSnapshot,
   TubeState,
   TubeStats,
+  UniqueJob,
   WaitEnd,
   Wake,
 } from "./core/engine.ts";
@@ -63,9 +66,9 @@ export {
   type PgConfig,
   type TlsConfig,
   USAGE,
-} from "./core/config.ts";
-export { WalOpenError } from "./core/binlog/open.ts";
+} from "./front/config.ts";
+export { WalOpenError } from "./core/memory/binlog/open.ts";
 export { VERSION } from "./core/version.ts";
 export { listen, type ListenAddress, type Listening, type ListenOptions, type TlsMaterial } from "./adapters/listen.ts";
 export { hostInfo } from "./adapters/host_node.ts";
-export { type Opened, type OpenOptions, openService } from "./adapters/open.ts";
+export { type Opened, type OpenOptions, openService } from "./front/open.ts";

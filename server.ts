@@ -5,20 +5,20 @@
 //   bun run server.ts -p 11300
 import process from "node:process";
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync } from "node:fs";
-import { type Config, HTTP_TOKEN_ENV, parseConfig, PG_URL_ENV, USAGE } from "./core/config.ts";
+import { type Config, HTTP_TOKEN_ENV, parseConfig, PG_URL_ENV, USAGE } from "./front/config.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { VERSION } from "./core/version.ts";
 import { formatAddress, listen, listenFailure, runtimeLabel, type TlsMaterial } from "./adapters/listen.ts";
-import { loadTls } from "./adapters/tls_files.ts";
-import { WalOpenError } from "./core/binlog/open.ts";
-import { type Opened, openService } from "./adapters/open.ts";
-import { openPgService, PgOpenError } from "./adapters/open_pg.ts";
+import { loadTls } from "./front/tls_files.ts";
+import { WalOpenError } from "./core/memory/binlog/open.ts";
+import { type Opened, openService } from "./front/open.ts";
+import { openPgService, PgOpenError } from "./front/open_pg.ts";
 import { pgTarget } from "./adapters/pg_client.ts";
 import { serveHttp } from "./adapters/http.ts";
 import { httpHandler } from "./protocol/http/handler.ts";
 import { nodeFiles } from "./adapters/files_node.ts";
-import { EXPORT_USAGE, exportBinlog, parseExportArgs } from "./core/beanstalkd_log/export.ts";
-import { migrateCommand } from "./adapters/migrate_cli.ts";
+import { EXPORT_USAGE, exportBinlog, parseExportArgs } from "./core/memory/beanstalkd_log/export.ts";
+import { migrateCommand } from "./front/migrate_cli.ts";
 
 /** beanstalkd's prefix for usage errors, which keep its exact wording (scripts match them). */
 const PREFIX = "tubeway";

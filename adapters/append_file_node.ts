@@ -17,7 +17,7 @@
 // A full disk must refuse nothing that plain appends would have taken: zero-filling that
 // fails is undone and the file goes on with plain appends; and a write that hits ENOSPC
 // first takes back the zero tails of the other open files (room nobody writes yet) and
-// is tried once more, so the ballast (core/binlog/ballast.ts) still grows as it would.
+// is tried once more, so the ballast (core/memory/binlog/ballast.ts) still grows as it would.
 import * as fs from "node:fs";
 import type { AppendFile, Preallocation } from "../core/files.ts";
 import { errorCode, PREALLOCATION_BLOCK } from "../core/files.ts";

@@ -1,7 +1,7 @@
 // Serve the HTTP side port (protocol/http/handler.ts) with this runtime's own server:
 // Deno.serve or Bun.serve. Loaded lazily, like listen.ts, so that each runtime only
 // ever loads its own adapter. The types they share live in types.ts, so that neither
-// imports this file back (a cycle scripts/check_cycles.mjs refuses).
+// imports this file back (a cycle scripts/check_imports.mjs refuses).
 
 import type { Handler, HttpListening } from "./types.ts";
 

@@ -196,12 +196,12 @@ function pickGenerator(client: string | undefined, tools: Tools): { program: Gen
 }
 
 /**
- * BENCH_PG_URL=auto: a throwaway PostgreSQL cluster for this run (the tests' harness:
+ * BENCH_PG_URL=auto: a throwaway PostgreSQL cluster for this run (scripts/postgres.ts, as the tests use:
  * initdb in a temporary directory, a free port, fsync and synchronous_commit on; as
  * root it runs as the `postgres` user), stopped and removed when the run ends.
  */
 async function throwawayPostgres(): Promise<void> {
-  const { startPostgres } = await import("../tests/harness/postgres.ts");
+  const { startPostgres } = await import("../scripts/postgres.ts");
   const pg = await startPostgres();
   proc.env[PG_URL_ENV] = pg.url;
   proc.on("exit", () => pg.stop());

@@ -3,7 +3,9 @@
 // message, such as a client's bytes logged by -VV or a stack trace's newlines, are
 // escaped, so nobody can forge or split a line). Pure: the clock and the sinks are
 // passed in by server.ts.
-import type { LogFormat } from "./config.ts";
+
+/** --log-format: one readable line per event, or one JSON object per line. */
+export type LogFormat = "text" | "json";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 

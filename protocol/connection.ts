@@ -8,7 +8,7 @@
 // (even within one batch of commands: a read may hold thousands of pipelined peeks),
 // or while the client waits in reserve, or an engine answer is pending, or replies
 // wait for the engine to settle them (the log's shared append and, with durable acks,
-// its fsync: core/log_turn.ts), no further commands are processed; `wantsInput` turns false, so the adapter stops reading,
+// its fsync: core/memory/log_turn.ts), no further commands are processed; `wantsInput` turns false, so the adapter stops reading,
 // except during a reserve or a wait for the log, where reading goes on up to
 // WAIT_READ_MAX without processing. A client that pipelines and never reads stalls on its own TCP window,
 // holding at most about OUT_HIGH of replies (bigger job bodies are held by reference,

@@ -150,7 +150,7 @@ export function putBody(s: Session, body: Uint8Array): Step | Promise<Step> {
   }
   const cmd = s.cmd;
   if (cmd.op !== OP.PUT) return extensionPutBody(s, body);
-  const r = s.engine.put(s.client, cmd.pri, cmd.delay, cmd.ttr, body, s.putId);
+  const r = s.engine.put(s.client, { id: s.putId, pri: cmd.pri, delaySec: cmd.delay, ttrSec: cmd.ttr, body });
   // answer() written out: this call site then sees one callback (the put path is the hottest)
   return r instanceof Promise ? r.then((v) => inserted(s, v)) : inserted(s, r);
 }

@@ -47,7 +47,6 @@ const METHOD: Partial<Record<Op, keyof Engine>> = {
   [OP.PEEK_TUBE]: "peekTube",
   [OP.SET_DLQ]: "setDlq",
   [OP.SET_BACKOFF]: "setBackoff",
-  [OP.DRAIN]: "undrain",
 };
 
 const PONG = ascii("PONG\r\n");
@@ -235,7 +234,7 @@ export function dispatchExtension(s: Session, op: Op): Step | Promise<Step> {
     case OP.DRAIN:
       // the state after the command, as beanstalkd-pi answers (stats' draining shows it too)
       if (cmd.state === "on") q.drain();
-      else if (cmd.state === "off") q.undrain!();
+      else if (cmd.state === "off") q.undrain();
       return reply(s.out, q.draining ? R.DRAINING : NOT_DRAINING);
     default:
       return reply(s.out, R.UNKNOWN_COMMAND);
@@ -246,8 +245,9 @@ export function dispatchExtension(s: Session, op: Op): Step | Promise<Step> {
 export function extensionPutBody(s: Session, body: Uint8Array): Step | Promise<Step> {
   const cmd = s.cmd;
   const q = s.engine;
-  if (cmd.op === OP.PUT_AT) return answer(s, q.putAt!(s.client, cmd.pri, cmd.at, cmd.ttr, body, s.putId), inserted);
-  return answer(s, q.putUnique!(s.client, cmd.key, cmd.pri, cmd.delay, cmd.ttr, body, s.putId), inserted);
+  const job = { id: s.putId, pri: cmd.pri, delaySec: cmd.delay, ttrSec: cmd.ttr, body };
+  if (cmd.op === OP.PUT_AT) return answer(s, q.putAt!(s.client, { ...job, atSec: cmd.at }), inserted);
+  return answer(s, q.putUnique!(s.client, { ...job, key: cmd.key }), inserted);
 }
 
 /** Index into EXT_KEYS of each extension op. */

@@ -1,11 +1,21 @@
-// One connection of a node, as the PostgreSQL engine knows it: the in-memory engine's
-// Client (used tube, watch list, its wait's fields) plus what names its reservations
-// in the database and the state of a claim made for its wait.
-import { Client, type Tube } from "../model.ts";
+// One connection of a node, as the PostgreSQL engine knows it: core/clients.ts's (used
+// tube, watch list, its wait) plus what names its reservations in the database and the
+// state of a claim made for its wait; and a tube as this node knows it.
+import { DEADLINE_SOON_MS, NodeClient, NodeTube } from "../clients.ts";
 import type { WaitEnd, Wake } from "../engine.ts";
 
+/** A tube of this node: referred to by its connections, or known to have jobs in the database. */
+export class PgTube extends NodeTube<PgClient> {
+  /** This node knows the database holds jobs of it: it stays in the node's list (1.12's list-tubes order). */
+  held = false;
+
+  override get unreferenced(): boolean {
+    return super.unreferenced && !this.held;
+  }
+}
+
 /** One connection of this node, as the engine knows it. */
-export class PgClient extends Client {
+export class PgClient extends NodeClient<PgTube> {
   /** Its number on this node: reservations are (node, conn). */
   readonly conn: number;
   closed = false;
@@ -20,21 +30,18 @@ export class PgClient extends Client {
   /** While waiting: when DEADLINE_SOON is due (monotonic ms). */
   soonAt = Infinity;
 
-  constructor(use: Tube, wake: Wake, conn: number) {
+  constructor(use: PgTube, wake: Wake, conn: number) {
     super(use, wake);
     this.conn = conn;
   }
 }
 
 /** Does c watch any of these tubes? */
-export function watchesAny(c: Client, tubes: Set<string>): boolean {
+export function watchesAny(c: PgClient, tubes: Set<string>): boolean {
   if (tubes.size === 0) return false;
   for (const t of c.watching) if (tubes.has(t.name)) return true;
   return false;
 }
-
-/** DEADLINE_SOON is due this long before a reservation's TTR ends (as the in-memory engine). */
-export const DEADLINE_SOON_MS = 1000;
 
 /**
  * The clients of this node waiting in reserve, first come first served, with their
@@ -54,8 +61,7 @@ export class Waiters {
 
   /** c waits until now + timeoutMs; its nearest TTR ends soonMs from now. */
   begin(c: PgClient, now: number, timeoutMs: number, soonMs: number): void {
-    c.waitNodes = c.watching.map((t) => t.addWaiter(c));
-    c.waitUntil = now + timeoutMs;
+    c.enterWait(now, timeoutMs);
     c.soonAt = now + soonMs - DEADLINE_SOON_MS;
     c.wakeAt = Math.min(c.waitUntil, c.soonAt);
     this.#set.add(c);
@@ -63,9 +69,8 @@ export class Waiters {
 
   /** End c's wait without telling it. */
   end(c: PgClient): void {
-    for (const n of c.waitNodes!) n.tube.removeWaiter(n);
-    c.waitNodes = null;
-    c.wakeAt = c.waitUntil = c.soonAt = Infinity;
+    c.leaveWait();
+    c.soonAt = Infinity;
     this.#set.delete(c);
   }
 

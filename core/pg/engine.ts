@@ -3,10 +3,9 @@
 // live in the database, with the database's clock; what lives here is this node's
 // connections (used and watched tubes, their waits in reserve) and its id blocks.
 // Every answer is a promise given after the COMMIT of the turn that made it (turn.ts).
-import type { Client } from "../model.ts";
 import type { Clock, Turns } from "../clock.ts";
 import { Histogram, QUEUE_BOUNDS_MS } from "../histogram.ts";
-import { DEFAULT_BINLOG_SIZE, DEFAULT_PG_WAIT_MS } from "../config.ts";
+import { DEFAULT_LEASE_MS, DEFAULT_WAIT_MS } from "./defaults.ts";
 import type {
   ClusterNode,
   Engine,
@@ -17,12 +16,15 @@ import type {
   JobOut,
   JobStats,
   ListState,
+  NewJob,
+  NewJobAt,
   PutResult,
   Refusal,
   Settling,
   TubeSnapshot,
   TubeState,
   TubeStats,
+  UniqueJob,
   WaitEnd,
   Wake,
 } from "../engine.ts";
@@ -32,7 +34,8 @@ import { IdBlocks } from "./ids.ts";
 import { type Statements, statements } from "./statements.ts";
 import { all, type Op, type Plan, TurnRunner, type TurnState, untilBack, type Waiting } from "./turn.ts";
 import { TurnMetrics } from "./metrics.ts";
-import { DEADLINE_SOON_MS, PgClient } from "./client.ts";
+import { DEADLINE_SOON_MS } from "../clients.ts";
+import type { PgClient } from "./client.ts";
 import { type ServeOrder, Serving } from "./serving.ts";
 import { NodeTubes } from "./node_tubes.ts";
 import { claimAll, deleteOp, type DeleteReq, internalOp, putOp, type PutReq } from "./merged.ts";
@@ -83,13 +86,15 @@ export interface PgEngineOptions {
   waitMs?: number;
   /** The database as logs name it ("host:port/db", no password). */
   target?: string;
+  /** What stats shows as binlog-max-size (-s): a node over PostgreSQL writes no log, but 1.12 shows -s without one too. */
+  binlogMaxSize: number;
 }
 
 /** Migrate the schema, register this node, take its first ids, listen: then serve. */
 export async function openPgEngine(opts: PgEngineOptions): Promise<PgEngine> {
   await migrate(opts.sql, opts.schema);
   const q = statements(opts.schema);
-  const leaseMs = opts.leaseMs ?? 5000;
+  const leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS;
   const [reg] = await opts.sql.query(q.register, [leaseMs, opts.host?.hostname ?? null, opts.host?.pid ?? null]);
   const [block] = await opts.sql.query(q.idBlock);
   const engine = new PgEngine(opts, q, Number(reg!.id), Number(block!.id), leaseMs);
@@ -97,7 +102,7 @@ export async function openPgEngine(opts: PgEngineOptions): Promise<PgEngine> {
   return engine;
 }
 
-export class PgEngine implements Engine {
+export class PgEngine implements Engine<PgClient> {
   readonly clock: Clock;
   readonly maxJobSize: number;
   /** This node life's id in the nodes table. */
@@ -121,6 +126,7 @@ export class PgEngine implements Engine {
   readonly #turnMetrics: TurnMetrics;
   readonly #waiting: Waiting;
   readonly #target: string;
+  readonly #binlogMaxSize: number;
   /** Whether the database takes this node's transactions, and why not (DatabaseHealth). */
   readonly #database = { available: true, reason: "" };
   /** When the database last went away, and last came back (monotonic ms). */
@@ -173,10 +179,11 @@ export class PgEngine implements Engine {
     // registered a moment ago (the id block's round trip): close enough for a lease of seconds
     this.#turnMetrics.leaseRenewed(this.clock.now(), leaseMs);
     this.#target = opts.target ?? "the database";
+    this.#binlogMaxSize = opts.binlogMaxSize;
     const database = this.#database, outage = this.#outage;
     this.#waiting = {
       clock: this.clock,
-      waitMs: opts.waitMs ?? DEFAULT_PG_WAIT_MS,
+      waitMs: opts.waitMs ?? DEFAULT_WAIT_MS,
       health: {
         get available() {
           return database.available;
@@ -208,14 +215,10 @@ export class PgEngine implements Engine {
   // ---- connections ----------------------------------------------------------------
 
   connect(wake: Wake): PgClient {
-    const t = this.#tubes.default;
-    t.using++;
-    t.watching++;
-    return new PgClient(t, wake, ++this.#conns);
+    return this.#tubes.connect(wake, ++this.#conns);
   }
 
-  disconnect(client: Client): void {
-    const c = client as PgClient;
+  disconnect(c: PgClient): void {
     c.closed = true;
     if (c.isWaiting) this.#serving.waiters.end(c);
     this.#tubes.disconnect(c);
@@ -229,12 +232,13 @@ export class PgEngine implements Engine {
     return this.#ids.take();
   }
 
-  put(c: Client, pri: number, delaySec: number, ttrSec: number, body: Uint8Array, id: number): Promise<PutResult> {
+  put(c: PgClient, job: NewJob): Promise<PutResult> {
     if (this.#draining) return Promise.resolve("DRAINING");
     return new Promise((resolve, reject) => {
       // ttr < 1 s is raised to 1 s, as 1.12 does.
-      const ttrMs = Math.max(ttrSec, 1) * 1000;
-      this.#puts.push({ id, tube: c.use.name, pri, delayMs: delaySec * 1000, ttrMs, body, resolve, reject });
+      const ttrMs = Math.max(job.ttrSec, 1) * 1000;
+      const { id, pri, body } = job;
+      this.#puts.push({ id, tube: c.use.name, pri, delayMs: job.delaySec * 1000, ttrMs, body, resolve, reject });
       this.#runner.kick();
     });
   }
@@ -242,8 +246,7 @@ export class PgEngine implements Engine {
   // ---- consuming ------------------------------------------------------------------
 
   /** Claimed with every other reserve and waiting client of the turn, at its end (merged.ts claimAll). */
-  reserve(client: Client, timeoutMs: number): Promise<JobOut | WaitEnd | null> {
-    const c = client as PgClient;
+  reserve(c: PgClient, timeoutMs: number): Promise<JobOut | WaitEnd | null> {
     c.reserving = true;
     return new Promise((resolve, reject) => {
       this.#reserves.push({ c, timeoutMs, resolve, reject });
@@ -281,13 +284,12 @@ export class PgEngine implements Engine {
     });
   }
 
-  cancelWait(client: Client): void {
-    this.#serving.cancel(client as PgClient);
+  cancelWait(c: PgClient): void {
+    this.#serving.cancel(c);
   }
 
-  reserveJob(client: Client, id: number): Promise<JobOut | undefined> {
+  reserveJob(c: PgClient, id: number): Promise<JobOut | undefined> {
     if (!(id <= MAX_ID)) return Promise.resolve(undefined);
-    const c = client as PgClient;
     c.reserving = true;
     return this.#op(async (tx) => {
       const [row] = await tx.query(this.#q.reserveJob, [this.node, c.conn, id]);
@@ -298,18 +300,16 @@ export class PgEngine implements Engine {
     });
   }
 
-  delete(client: Client, id: number): Promise<"DELETED" | Refusal> {
+  delete(c: PgClient, id: number): Promise<"DELETED" | Refusal> {
     if (!(id <= MAX_ID)) return Promise.resolve("NOT_FOUND");
-    const c = client as PgClient;
     return new Promise((resolve, reject) => {
       this.#deletes.push({ id, conn: c.conn, resolve, reject });
       this.#runner.kick();
     });
   }
 
-  release(client: Client, id: number, pri: number, delaySec: number): Promise<"RELEASED" | Refusal> {
+  release(c: PgClient, id: number, pri: number, delaySec: number): Promise<"RELEASED" | Refusal> {
     if (!(id <= MAX_ID)) return Promise.resolve("NOT_FOUND");
-    const c = client as PgClient;
     return this.#op(async (tx, turn) => {
       const [row] = await tx.query(this.#q.release, [this.node, c.conn, id, pri, delaySec]);
       if (row && delaySec > 0) turn.due = true;
@@ -318,25 +318,23 @@ export class PgEngine implements Engine {
     });
   }
 
-  bury(client: Client, id: number, pri: number): Promise<"BURIED" | Refusal> {
+  bury(c: PgClient, id: number, pri: number): Promise<"BURIED" | Refusal> {
     if (!(id <= MAX_ID)) return Promise.resolve("NOT_FOUND");
-    const c = client as PgClient;
     return this.#op(async (tx) => {
       const [row] = await tx.query(this.#q.bury, [this.node, c.conn, id, pri]);
       return () => (row ? "BURIED" : "NOT_FOUND");
     });
   }
 
-  touch(client: Client, id: number): Promise<boolean> {
+  touch(c: PgClient, id: number): Promise<boolean> {
     if (!(id <= MAX_ID)) return Promise.resolve(false);
-    const c = client as PgClient;
     return this.#op(async (tx) => {
       const [row] = await tx.query(this.#q.touch, [this.node, c.conn, id]);
       return () => row !== undefined;
     });
   }
 
-  kick(c: Client, bound: number): Promise<number> {
+  kick(c: PgClient, bound: number): Promise<number> {
     const tube = c.use.name;
     return this.#op(async (tx, turn) => {
       const n = (await tx.query(this.#q.kick, [tube, bound])).length;
@@ -360,13 +358,13 @@ export class PgEngine implements Engine {
     if (!(id <= MAX_ID)) return Promise.resolve(undefined);
     return this.#found(this.#q.peek, id);
   }
-  peekReady(c: Client): Promise<JobOut | undefined> {
+  peekReady(c: PgClient): Promise<JobOut | undefined> {
     return this.#found(this.#q.peekReady, c.use.name);
   }
-  peekDelayed(c: Client): Promise<JobOut | undefined> {
+  peekDelayed(c: PgClient): Promise<JobOut | undefined> {
     return this.#found(this.#q.peekDelayed, c.use.name);
   }
-  peekBuried(c: Client): Promise<JobOut | undefined> {
+  peekBuried(c: PgClient): Promise<JobOut | undefined> {
     return this.#found(this.#q.peekBuried, c.use.name);
   }
 
@@ -403,7 +401,7 @@ export class PgEngine implements Engine {
         binlog: {
           oldestIndex: 0,
           currentIndex: 0,
-          maxSize: DEFAULT_BINLOG_SIZE,
+          maxSize: this.#binlogMaxSize,
           recordsWritten: 0,
           recordsMigrated: 0,
         },
@@ -518,16 +516,16 @@ export class PgEngine implements Engine {
 
   // ---- tubes ----------------------------------------------------------------------
 
-  use(client: Client, name: string): void {
-    this.#tubes.use(client, name);
+  use(c: PgClient, name: string): void {
+    this.#tubes.use(c, name);
   }
 
-  watch(client: Client, name: string): number {
-    return this.#tubes.watch(client, name);
+  watch(c: PgClient, name: string): number {
+    return this.#tubes.watch(c, name);
   }
 
-  ignore(client: Client, name: string): number | "NOT_IGNORED" {
-    return this.#tubes.ignore(client, name);
+  ignore(c: PgClient, name: string): number | "NOT_IGNORED" {
+    return this.#tubes.ignore(c, name);
   }
 
   pauseTube(name: string, delaySec: number): Promise<boolean> {
@@ -551,21 +549,13 @@ export class PgEngine implements Engine {
   peekTube(tube: string, state: ListState): Promise<JobOut | undefined> {
     return this.#ext.peekTube(tube, state);
   }
-  putAt(c: Client, pri: number, atSec: number, ttrSec: number, body: Uint8Array, id: number): Promise<PutResult> {
+  putAt(c: PgClient, job: NewJobAt): Promise<PutResult> {
     if (this.#draining) return Promise.resolve("DRAINING");
-    return this.#ext.putAt(c.use.name, pri, atSec, ttrSec, body, id);
+    return this.#ext.putAt(c.use.name, job);
   }
-  putUnique(
-    c: Client,
-    key: string,
-    pri: number,
-    delaySec: number,
-    ttrSec: number,
-    body: Uint8Array,
-    id: number,
-  ): Promise<PutResult | Exists> {
+  putUnique(c: PgClient, job: UniqueJob): Promise<PutResult | Exists> {
     if (this.#draining) return Promise.resolve("DRAINING");
-    return this.#ext.putUnique(c.use.name, key, pri, delaySec, ttrSec, body, id);
+    return this.#ext.putUnique(c.use.name, job);
   }
   setDlq(tube: string, maxAttempts: number, deadTube: string): Promise<"OK" | "INTERNAL_ERROR"> {
     return this.#ext.setDlq(tube, maxAttempts, deadTube);

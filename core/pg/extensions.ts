@@ -4,7 +4,7 @@
 // are unique through an index, policies live in a table and are applied by a trigger
 // wherever the release or the TTR timeout runs (schema.ts, migration 3). What stays per
 // node is drain mode (engine.ts), as SIGUSR1's.
-import type { Exists, JobOut, ListState, PutResult, Refusal, TubeState } from "../engine.ts";
+import type { Exists, JobOut, ListState, NewJobAt, PutResult, Refusal, TubeState, UniqueJob } from "../engine.ts";
 import type { Sql } from "./sql.ts";
 import type { Statements } from "./statements.ts";
 import type { ExtStatements } from "./ext_statements.ts";
@@ -79,10 +79,11 @@ export class PgExtensions {
   }
 
   /** put-at: the delay to `atSec` (Unix seconds) by the database's clock. */
-  putAt(tube: string, pri: number, atSec: number, ttrSec: number, body: Uint8Array, id: number): Promise<PutResult> {
-    const ttrMs = Math.max(ttrSec, 1) * 1000; // as put: a TTR under 1 s is 1 s
+  putAt(tube: string, job: NewJobAt): Promise<PutResult> {
+    const ttrMs = Math.max(job.ttrSec, 1) * 1000; // as put: a TTR under 1 s is 1 s
+    const id = job.id;
     // |atSec| < 2^63 (the parser): an integer Number prints without an exponent
-    const params = [this.#node, id, tube, pri, String(atSec), ttrMs, body];
+    const params = [this.#node, id, tube, job.pri, String(job.atSec), ttrMs, job.body];
     return this.#op(async (tx, turn) => {
       const [r] = await tx.query(this.#x.putAt, params);
       turn.filled.add(tube);
@@ -93,17 +94,10 @@ export class PgExtensions {
   }
 
   /** put-unique: EXISTS <holder> while a live job of the tube has the key, in any node's puts. */
-  putUnique(
-    tube: string,
-    key: string,
-    pri: number,
-    delaySec: number,
-    ttrSec: number,
-    body: Uint8Array,
-    id: number,
-  ): Promise<PutResult | Exists> {
-    const ttrMs = Math.max(ttrSec, 1) * 1000;
-    const params = [this.#node, id, tube, pri, delaySec, ttrMs, body, key];
+  putUnique(tube: string, job: UniqueJob): Promise<PutResult | Exists> {
+    const ttrMs = Math.max(job.ttrSec, 1) * 1000;
+    const { id, delaySec } = job;
+    const params = [this.#node, id, tube, job.pri, delaySec, ttrMs, job.body, job.key];
     return this.#op(async (tx, turn): Promise<() => PutResult | Exists> => {
       for (let i = 0; i < UNIQUE_TRIES; i++) {
         const [r] = await tx.query(this.#x.putUnique, params);

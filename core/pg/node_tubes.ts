@@ -1,19 +1,19 @@
-// A node's tubes: the ones its connections use and watch (core/tubes.ts, as the
-// in-memory engine keeps them), plus the ones it knows have jobs in the database, which
-// stay in its list while unreferenced, as a tube with jobs does in 1.12 (so list-tubes
-// keeps 1.12's order on one node). A tube this node lets go of is forgotten in the
-// database too (its pause and counters) in a later turn, if it has no jobs then.
-import { type Client, type Tube } from "../model.ts";
-import { Tubes } from "../tubes.ts";
-import type { TubeStats } from "../engine.ts";
+// A node's tubes: the ones its connections use and watch (core/clients.ts), plus the ones
+// it knows have jobs in the database, which stay in its list while unreferenced, as a
+// tube with jobs does in 1.12 (so list-tubes keeps 1.12's order on one node). A tube this
+// node lets go of is forgotten in the database too (its pause and counters) in a later
+// turn, if it has no jobs then.
+import { TubeList } from "../clients.ts";
+import type { TubeStats, Wake } from "../engine.ts";
+import { PgClient, PgTube } from "./client.ts";
 import type { Row } from "./sql.ts";
 import type { TurnState } from "./turn.ts";
 import { tubeStatsOf } from "./views.ts";
 
 export class NodeTubes {
-  /** Tubes this node knows to have jobs in the database. */
-  readonly #held = new Set<string>();
-  readonly #tubes = new Tubes((t) => this.#held.has(t.name));
+  readonly #tubes = new TubeList<PgTube, PgClient>((name) => new PgTube(name));
+  /** The tubes marked held, in the order they were (the order sync() lets them go in). */
+  readonly #held = new Set<PgTube>();
   /** Tubes to forget in the database at the next turn. */
   #drops = new Set<string>();
   /** Settles when every tube let go of so far is forgotten in the database too. */
@@ -27,8 +27,9 @@ export class NodeTubes {
     this.#kick = kick;
   }
 
-  get default(): Tube {
-    return this.#tubes.default;
+  /** A new connection, numbered `conn` on this node: it uses and watches "default". */
+  connect(wake: Wake, conn: number): PgClient {
+    return this.#tubes.join((t) => new PgClient(t, wake, conn));
   }
 
   /** Tubes wait to be forgotten in the database. */
@@ -47,19 +48,19 @@ export class NodeTubes {
     return t !== undefined && (t === this.#tubes.default || t.using > 0 || t.watching > 0);
   }
 
-  // ---- what the connections do (as core/tubes.ts, plus forgetting) ----------------
+  // ---- what the connections do (core/clients.ts's tube commands, plus forgetting) -----
 
-  use(c: Client, name: string): void {
+  use(c: PgClient, name: string): void {
     const old = c.use;
     this.#tubes.use(c, name);
     this.#forgetIfGone(old);
   }
 
-  watch(c: Client, name: string): number {
+  watch(c: PgClient, name: string): number {
     return this.#tubes.watch(c, name);
   }
 
-  ignore(c: Client, name: string): number | "NOT_IGNORED" {
+  ignore(c: PgClient, name: string): number | "NOT_IGNORED" {
     const t = this.#tubes.get(name);
     const n = this.#tubes.ignore(c, name);
     if (t) this.#forgetIfGone(t);
@@ -67,24 +68,17 @@ export class NodeTubes {
   }
 
   /** A connection closed: it refers to its tubes no more. */
-  disconnect(c: Client): void {
-    c.use.using--;
-    this.#dropIfUnused(c.use);
-    for (const t of c.watching) {
-      t.watching--;
-      this.#dropIfUnused(t);
-    }
-    c.watching.length = 0;
+  disconnect(c: PgClient): void {
+    const gone = [c.use, ...c.watching];
+    this.#tubes.leave(c);
+    for (const t of gone) this.#forgetIfGone(t);
   }
 
   // ---- what the turns learn ---------------------------------------------------------
 
   /** After COMMIT: tubes that got jobs are held in this node's list, tubes left without any let go. */
   jobsMoved(turn: TurnState): void {
-    for (const n of turn.filled) {
-      this.#held.add(n);
-      this.#tubes.obtain(n);
-    }
+    for (const n of turn.filled) this.#hold(n);
     for (const n of turn.emptied) this.#letGo(n);
   }
 
@@ -95,13 +89,8 @@ export class NodeTubes {
    */
   sync(rows: Row[]): string[] {
     const withJobs = new Set(rows.map((r) => r.name as string));
-    for (const n of this.#held) if (!withJobs.has(n)) this.#letGo(n, true);
-    for (const n of withJobs) {
-      if (!this.#held.has(n)) {
-        this.#held.add(n);
-        this.#tubes.obtain(n);
-      }
-    }
+    for (const t of this.#held) if (!withJobs.has(t.name)) this.#letGo(t.name, true);
+    for (const n of withJobs) this.#hold(n);
     return this.#tubes.all().map((t) => t.name);
   }
 
@@ -136,19 +125,24 @@ export class NodeTubes {
   }
 
   /** After a use or an ignore: if that left t unreferenced, it is gone here; forget it there too. */
-  #forgetIfGone(t: Tube): void {
+  #forgetIfGone(t: PgTube): void {
     if (t.listSlot < 0) this.#queueDrop(t.name);
-  }
-
-  #dropIfUnused(t: Tube): void {
-    if (this.#tubes.dropIfUnused(t)) this.#queueDrop(t.name);
   }
 
   /** `name` has no jobs now: unless referenced here, it goes (with `forget`, its row too). */
   #letGo(name: string, forget = false): void {
-    this.#held.delete(name);
     const t = this.#tubes.get(name);
-    if (t && this.#tubes.dropIfUnused(t) && forget) this.#queueDrop(name);
+    if (!t) return;
+    t.held = false;
+    this.#held.delete(t);
+    if (this.#tubes.dropIfUnused(t) && forget) this.#queueDrop(name);
+  }
+
+  /** The database holds jobs of `name`: it stays in this node's list. */
+  #hold(name: string): void {
+    const t = this.#tubes.obtain(name);
+    t.held = true;
+    this.#held.add(t);
   }
 
   #queueDrop(name: string): void {

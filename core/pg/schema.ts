@@ -8,9 +8,6 @@ import type { Sql, SqlClient } from "./sql.ts";
 /** A schema name tubeway accepts: a plain lower-case SQL identifier, used unquoted. */
 export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
-/** The default --pg-schema. */
-export const DEFAULT_SCHEMA = "tubeway";
-
 /** Transactions a node keeps in flight at once, each in its own slot of the count rows (turn.ts). */
 export const SLOTS = 2;
 

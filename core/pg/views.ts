@@ -1,8 +1,8 @@
 // What the engine's rows look like as the answers of core/engine.ts: stats-job,
 // stats-tube, the dashboard's job listings. Pure functions of a row.
-import type { Tube } from "../model.ts";
 import type { JobOut, JobSnapshot, JobState, JobStats, ListState, TubeStats } from "../engine.ts";
 import type { Row } from "./sql.ts";
+import type { PgTube } from "./client.ts";
 import { BURIED, DELAYED, READY } from "./schema.ts";
 
 const STATE_NAMES: JobState[] = ["ready", "reserved", "delayed", "buried"];
@@ -69,7 +69,7 @@ export function jobSnapshotOf(r: Row, state: ListState): JobSnapshot {
 }
 
 /** stats-tube from the tube's row and this node's references; undefined when neither has it. */
-export function tubeStatsOf(name: string, row: Row | undefined, here: Tube | undefined): TubeStats | undefined {
+export function tubeStatsOf(name: string, row: Row | undefined, here: PgTube | undefined): TubeStats | undefined {
   const policy = row?.dlq_max == null ? undefined : {
     maxAttempts: Number(row.dlq_max),
     deadTube: row.dlq_tube as string,

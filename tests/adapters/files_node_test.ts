@@ -7,9 +7,9 @@ import * as fs from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { openBinlog, WalOpenError } from "../../core/binlog/open.ts";
+import { openBinlog, WalOpenError } from "../../core/memory/binlog/open.ts";
 import { fcntlWriteLockHolder, nodeFiles } from "../../adapters/files_node.ts";
-import type { JobRecord } from "../../core/wal.ts";
+import type { JobRecord } from "../../core/memory/wal.ts";
 import { BUN, DENO, ROOT, RUNTIME } from "../harness/paths.ts";
 import { ok } from "../harness/binlog_fixture.ts";
 import { jobRecord } from "../harness/job_record.ts";
@@ -175,7 +175,7 @@ describe("binlog on the real file system", () => {
     const script = join(base, "hold.ts");
     fs.writeFileSync(
       script,
-      `import { openBinlog } from ${JSON.stringify(join(ROOT, "core/binlog/open.ts"))};
+      `import { openBinlog } from ${JSON.stringify(join(ROOT, "core/memory/binlog/open.ts"))};
 import { nodeFiles } from ${JSON.stringify(join(ROOT, "adapters/files_node.ts"))};
 const { wal } = openBinlog({ dir: ${JSON.stringify(dir)}, fsyncMs: 0, durableAcks: false,
   maxFileSize: 4096, maxJobSize: 100, log: () => {} }, nodeFiles, { now: () => Date.now() }, () => undefined);

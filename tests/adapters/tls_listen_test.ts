@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { readFileSync, rmSync } from "node:fs";
 import { listen, type Listening } from "../../adapters/listen.ts";
 import { Service } from "../../protocol/service.ts";
-import { memoryEngine } from "../../core/queue.ts";
+import { memoryEngine } from "../../core/memory/queue.ts";
 import { RUNTIME, skipUnless } from "../harness/paths.ts";
 import {
   type Certs,

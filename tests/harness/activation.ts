@@ -2,7 +2,8 @@
 // systemd-socket-activate listens, and on the first connection runs the server with the
 // listening socket as fd 3 (LISTEN_FDS/LISTEN_PID). 127.0.0.1 and free ports only.
 import { type ChildProcess, spawn } from "node:child_process";
-import { ROOT, which } from "./paths.ts";
+import { ROOT } from "./paths.ts";
+import { which } from "../../scripts/machine.ts";
 import { freePort, type Running, stopChild, type Target } from "./targets.ts";
 import { type Address, dial, type Wire } from "./wire.ts";
 

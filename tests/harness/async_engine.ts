@@ -6,7 +6,7 @@
 //
 // The wrapped call runs at once (the state changes then); only its answer is late, as
 // an engine whose change is made when asked and confirmed later would behave.
-import type { Answer, Engine, EngineClient, ListState, Settling, Wake } from "../../core/engine.ts";
+import type { Answer, Engine, EngineClient, ListState, NewJob, Settling, Wake } from "../../core/engine.ts";
 
 /** How an answer is delayed: "resolved" (an already-resolved promise) or "jitter" (0-2 ms, random). */
 export type Lateness = "resolved" | "jitter";
@@ -53,8 +53,8 @@ export class LateEngine implements Engine {
   takeId(): number {
     return this.#inner.takeId();
   }
-  put(c: EngineClient, pri: number, delaySec: number, ttrSec: number, body: Uint8Array, id: number) {
-    return this.#later(this.#inner.put(c, pri, delaySec, ttrSec, body, id));
+  put(c: EngineClient, job: NewJob) {
+    return this.#later(this.#inner.put(c, job));
   }
   reserve(c: EngineClient, timeoutMs: number) {
     return this.#later(this.#inner.reserve(c, timeoutMs));
@@ -130,6 +130,9 @@ export class LateEngine implements Engine {
   }
   drain(): void {
     this.#inner.drain();
+  }
+  undrain(): void {
+    this.#inner.undrain();
   }
   settle(s: Settling, changed: boolean, replies: boolean): boolean {
     return this.#inner.settle(s, changed, replies);

@@ -1,7 +1,7 @@
 // Looking at a binlog directory from outside the server, for the process-level
 // durability tests: which tubeway.N files exist and how big they are, where the
 // records of a file start (walking the record headers' length fields only, no
-// checksums: see core/binlog/codec.ts for the format), copying a directory, and a
+// checksums: see core/memory/binlog/codec.ts for the format), copying a directory, and a
 // process's resident memory.
 import { copyFileSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";

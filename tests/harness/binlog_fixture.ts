@@ -5,12 +5,12 @@
 // whose flush fails is applied, as the engine does, but counts as failed and is not
 // expected back after a restart. With autoFlush off, the test calls wal.flush().
 import { setImmediate } from "node:timers";
-import type { Binlog } from "../../core/binlog/binlog.ts";
-import type { BinlogOptions } from "../../core/binlog/options.ts";
-import { openBinlog } from "../../core/binlog/open.ts";
+import type { Binlog } from "../../core/memory/binlog/binlog.ts";
+import type { BinlogOptions } from "../../core/memory/binlog/options.ts";
+import { openBinlog } from "../../core/memory/binlog/open.ts";
 import type { Files } from "../../core/files.ts";
 import { MemoryFiles } from "./files_memory.ts";
-import type { JobRecord, JobState, Recovered } from "../../core/wal.ts";
+import type { JobRecord, JobState, Recovered } from "../../core/memory/wal.ts";
 
 export const DIR = "/data/wal";
 export const T0 = 1_700_000_000_000;

@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { execFile, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { ROOT, skipUnless, which } from "./paths.ts";
+import { ROOT, skipUnless } from "./paths.ts";
+import { which } from "../../scripts/machine.ts";
 import type { Running, Target } from "./targets.ts";
 
 const CLIENTS_DIR = join(ROOT, "tests", "system", "clients");

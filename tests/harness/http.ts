@@ -2,7 +2,8 @@
 // bun run, the compiled binary), started with --http on a second free port.
 
 import { existsSync } from "node:fs";
-import { BUN, BUN_SERVER, DENO, DENO_SERVER, which } from "./paths.ts";
+import { BUN, BUN_SERVER, DENO, DENO_SERVER } from "./paths.ts";
+import { which } from "../../scripts/machine.ts";
 import { buildBinary, freePort, type Running, startProcess } from "./targets.ts";
 
 export interface HttpKind {

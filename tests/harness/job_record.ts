@@ -1,5 +1,5 @@
 // A job record for tests of the log and its files: defaults, overridden field by field.
-import type { JobRecord } from "../../core/wal.ts";
+import type { JobRecord } from "../../core/memory/wal.ts";
 
 export function jobRecord(id: number, over: Partial<JobRecord> = {}): JobRecord {
   return {

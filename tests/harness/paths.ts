@@ -46,15 +46,6 @@ export const BUN_SERVER: readonly string[] = [BUN, "run", SERVER_TS];
 /** Which runtime is running this test file. */
 export const RUNTIME: "deno" | "bun" | "node" = "Deno" in globalThis ? "deno" : "Bun" in globalThis ? "bun" : "node";
 
-/** Find an executable on PATH (or an absolute path), or undefined. */
-export function which(name: string): string | undefined {
-  if (name.startsWith("/")) return existsSync(name) ? name : undefined;
-  for (const dir of (process.env.PATH ?? "").split(":")) {
-    if (dir && existsSync(join(dir, name))) return join(dir, name);
-  }
-  return undefined;
-}
-
 /**
  * The `skip` option for a test that needs an external program: the reason when it is
  * missing, false when present. Under TUBEWAY_REQUIRE_ALL=1 (set by .ci/run) it never

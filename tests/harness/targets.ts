@@ -3,11 +3,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { BUN, BUN_SERVER, DENO, DENO_SERVER, ROOT, which } from "./paths.ts";
+import { BUN, BUN_SERVER, DENO, DENO_SERVER, ROOT } from "./paths.ts";
 import { type Address, dial } from "./wire.ts";
 import { DENO_V8_FLAGS } from "../../adapters/deno_flags.ts";
 import type { Lateness } from "./async_engine.ts";
-import { freePort } from "./ports.ts";
+import { freePort, which } from "../../scripts/machine.ts";
 import { PG_BIN } from "./postgres.ts";
 
 export { freePort };

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "node:tls";
 import assert from "node:assert/strict";
-import { which } from "./paths.ts";
+import { which } from "../../scripts/machine.ts";
 import { type Wire, wireWhen } from "./wire.ts";
 
 export const OPENSSL = which("/usr/bin/openssl") ?? which("openssl");

@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../core/clock.ts";
 import { Service } from "../../protocol/service.ts";
-import { memoryEngine } from "../../core/queue.ts";
+import { memoryEngine } from "../../core/memory/queue.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();

@@ -4,11 +4,11 @@
 // is dropped; in durable-ack mode no reply goes out before its fsync.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { openBinlog } from "../../core/binlog/open.ts";
+import { openBinlog } from "../../core/memory/binlog/open.ts";
 import type { AppendFile } from "../../core/files.ts";
 import { MemoryFiles } from "../harness/files_memory.ts";
 import { systemClock } from "../../core/clock.ts";
-import { Queue } from "../../core/queue.ts";
+import { Queue } from "../../core/memory/queue.ts";
 import { Service } from "../../protocol/service.ts";
 import { Connection } from "../../protocol/connection.ts";
 

@@ -4,7 +4,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../core/clock.ts";
-import { Queue } from "../../core/queue.ts";
+import { Queue } from "../../core/memory/queue.ts";
 import { Service } from "../../protocol/service.ts";
 import { localClient } from "../harness/in_process.ts";
 import { VERSION } from "../../core/version.ts";

@@ -5,7 +5,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../core/clock.ts";
-import { memoryEngine, Queue } from "../../core/queue.ts";
+import { memoryEngine, Queue } from "../../core/memory/queue.ts";
 import type { Engine, EngineClient } from "../../core/engine.ts";
 import { Service } from "../../protocol/service.ts";
 import { dispatch, Session } from "../../protocol/dispatch.ts";

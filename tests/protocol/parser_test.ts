@@ -5,7 +5,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../core/clock.ts";
 import { Service } from "../../protocol/service.ts";
-import { memoryEngine } from "../../core/queue.ts";
+import { memoryEngine } from "../../core/memory/queue.ts";
 import { LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "../../protocol/parser.ts";
 
 const bytes = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0));

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import yaml from "js-yaml";
 import { listYaml, quote, scalar, statsJobYaml, statsTubeYaml, statsYaml } from "../../protocol/yaml.ts";
 import { ManualClock } from "../../core/clock.ts";
-import { Queue } from "../../core/queue.ts";
+import { Queue } from "../../core/memory/queue.ts";
 import { Counters } from "../../protocol/counters.ts";
 import { STATS_KEYS, TUBE_KEYS } from "../harness/stats_keys.ts";
 

@@ -4,10 +4,10 @@
 // goes on working, for this client and every other.
 import { after, before, it } from "node:test";
 import assert from "node:assert/strict";
-import { openBinlog } from "../../core/binlog/open.ts";
+import { openBinlog } from "../../core/memory/binlog/open.ts";
 import { MemoryFiles } from "../harness/files_memory.ts";
 import { systemClock } from "../../core/clock.ts";
-import { Queue } from "../../core/queue.ts";
+import { Queue } from "../../core/memory/queue.ts";
 import { Service } from "../../protocol/service.ts";
 import { listen, type Listening } from "../../adapters/listen.ts";
 import { dial } from "../harness/wire.ts";

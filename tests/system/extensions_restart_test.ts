@@ -1,7 +1,7 @@
 // The extensions (issue 19) through the real process: a server with -b is given a retry
 // policy, unique keys, a dead letter and a delete-tube (with a job reserved during it),
 // killed with SIGKILL, and started again on the same directory by this runtime and by
-// the other one: every extension's state is back (adapters/open.ts restores the policies).
+// the other one: every extension's state is back (front/open.ts restores the policies).
 // And stats-conn / list-connections show each runtime's peer addresses.
 //
 // Run: node_modules/.bin/deno test -A tests/system/extensions_restart_test.ts

@@ -11,7 +11,8 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
-import { ROOT, RUNTIME, skipUnless, which } from "../harness/paths.ts";
+import { ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
+import { which } from "../../scripts/machine.ts";
 import { freePort } from "../harness/targets.ts";
 
 const NPM = which("npm");

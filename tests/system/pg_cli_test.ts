@@ -8,7 +8,7 @@ import { BUN_SERVER, DENO_SERVER, RUNTIME } from "../harness/paths.ts";
 import { bunPgServer, denoPgServer, startProcess } from "../harness/targets.ts";
 import { acquirePostgres, skipWithoutPostgres, uniqueSchema } from "../harness/postgres.ts";
 import { dial } from "../harness/wire.ts";
-import { freePort } from "../harness/ports.ts";
+import { freePort } from "../../scripts/machine.ts";
 
 const SERVER = RUNTIME === "bun" ? [...BUN_SERVER] : [...DENO_SERVER];
 

@@ -192,7 +192,7 @@ describe("a node whose clock is an hour ahead", { skip: skipWithoutPostgres }, (
     const pg = await startPostgres();
     const schema = uniqueSchema("skew");
     const { listen, parseConfig, systemClock } = await import("../../mod.ts");
-    const { openPgService } = await import("../../adapters/open_pg.ts");
+    const { openPgService } = await import("../../front/open_pg.ts");
     const HOUR = 3_600_000;
     const ahead = {
       ...systemClock,

@@ -3,18 +3,13 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { NodeTubes } from "../../../core/pg/node_tubes.ts";
-import { Client } from "../../../core/model.ts";
 import { TurnState } from "../../../core/pg/turn.ts";
 
 function setup() {
   let kicks = 0;
   const tubes = new NodeTubes(() => kicks++);
-  const connect = () => {
-    const t = tubes.default;
-    t.using++;
-    t.watching++;
-    return new Client(t, () => {});
-  };
+  let conns = 0;
+  const connect = () => tubes.connect(() => {}, ++conns);
   return { tubes, connect, kicks: () => kicks };
 }
 

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../../core/clock.ts";
 import { Service } from "../../../protocol/service.ts";
-import { memoryEngine } from "../../../core/queue.ts";
+import { memoryEngine } from "../../../core/memory/queue.ts";
 import { httpHandler, sameSecret } from "../../../protocol/http/handler.ts";
 import { localClient } from "../../harness/in_process.ts";
 

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../../core/clock.ts";
 import { Service } from "../../../protocol/service.ts";
-import { memoryEngine, Queue } from "../../../core/queue.ts";
+import { memoryEngine, Queue } from "../../../core/memory/queue.ts";
 import { labelValue, renderMetrics, TUBES_PER_SLICE } from "../../../protocol/http/metrics.ts";
 import { localClient } from "../../harness/in_process.ts";
 import { Scrape } from "../../harness/prometheus.ts";
