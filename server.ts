@@ -36,31 +36,41 @@ type Fail = (message: string, code: number) => never;
 function prepareUnixPath(path: string, log: Logger, fail: Fail): void {
   if (Buffer.byteLength(path) > 107) fail(`socket path too long: ${path}`, 111);
   if (!existsSync(path)) return;
-  if (!lstatSync(path).isSocket()) fail("another file already exists in the given path", 111);
+  if (!lstatSync(path).isSocket()) fail(`cannot listen on ${path}: another file already exists in the given path`, 111);
   log.warn("removing existing local socket to replace it", { path });
   unlinkSync(path);
 }
 
-/** -u USER: the user's uid and primary gid, then setgid + setuid, as 1.12 does (exit 32/33/34 on failure). */
+/** The C library's words for the errors a switch of user meets (each runtime words them its own way). */
+const STRERROR: Record<string, string> = { EPERM: "Operation not permitted", EINVAL: "Invalid argument" };
+const strerror = (e: unknown) => STRERROR[(e as { code?: string })?.code ?? ""] ?? (e as Error)?.message ?? String(e);
+
+/**
+ * -u USER: the user's uid and primary gid, then setgid + setuid, as 1.12's su() does,
+ * with its words and exit codes: 32 when the user database cannot be read, 33 for no
+ * such user, 34 when setgid or setuid fails.
+ */
 function becomeUser(user: string, fail: Fail): void {
   const p = process as unknown as { setuid?: (id: number) => void; setgid?: (id: number) => void };
-  if (!p.setuid || !p.setgid) fail(`-u: this runtime cannot change user; run tubeway as ${user} instead`, 32);
+  if (!p.setuid || !p.setgid) fail(`-u: this runtime cannot change user; run tubeway as ${user} instead`, 34);
   let entry: string[] | undefined;
   try {
     entry = readFileSync("/etc/passwd", "utf8").split("\n").map((l) => l.split(":")).find((f) => f[0] === user);
-  } catch { /* no passwd file: reported below */ }
-  if (!entry || entry.length < 4) fail(`getpwnam("${user}"): no such user`, 32);
+  } catch (e) {
+    fail(`getpwnam("${user}"): ${strerror(e)}`, 32);
+  }
+  if (!entry || entry.length < 4) fail(`getpwnam("${user}"): no such user`, 33);
   const uid = Number(entry[2]);
   const gid = Number(entry[3]);
   try {
     p.setgid(gid);
   } catch (e) {
-    fail(`setgid(${gid}): ${e}`, 33);
+    fail(`setgid(${gid} "${user}"): ${strerror(e)}`, 34);
   }
   try {
     p.setuid(uid);
   } catch (e) {
-    fail(`setuid(${uid}): ${e}`, 34);
+    fail(`setuid(${uid} "${user}"): ${strerror(e)}`, 34);
   }
 }
 

@@ -3,6 +3,7 @@
 // variables (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE) give; TLS as the URL's
 // sslmode asks.
 import postgres from "postgres";
+import { userInfo } from "node:os";
 import { DatabaseAway, type ListenEvents, readOnly, type Row, type Sql, type SqlClient } from "../core/pg/sql.ts";
 import { driverOptions, passwordFromFile, urlHasPassword } from "./pg_options.ts";
 import { loadTlsRoots } from "./tls_roots.ts";
@@ -294,17 +295,40 @@ async function transaction<T>(
   }
 }
 
-/** Where a URL points, without its password, for messages: "host:port/db", "h1:p1,h2:p2/db". */
-export function pgTarget(url: string | undefined): string {
-  if (!url) return "the PG* environment variables";
-  // new URL() refuses several hosts ("h1:5432,h2:5432"): take the authority apart by hand.
-  const m = /^postgres(?:ql)?:\/\/(?:[^@/?#]*@)?([^/?#]*)(\/[^?#]*)?/i.exec(url);
-  if (!m) return "an unreadable URL";
-  const hosts = (m[1] || "localhost").split(",").map((h) => {
+/**
+ * Where a URL points once the PG* variables filled in what it leaves out, as the driver
+ * reads them (postgres.js 3.4.9's parseOptions): "host:port/db", "h1:p1,h2:p2/db", the
+ * database defaulting to the user's name as in psql. Never the password. For messages:
+ * the start line, the exit-69 line, the database going away.
+ */
+export function pgTarget(url: string | undefined, env: Record<string, string | undefined> = process.env): string {
+  let who = "";
+  let authority = "";
+  let path = "";
+  if (url) {
+    // new URL() refuses several hosts ("h1:5432,h2:5432"): take the authority apart by hand.
+    const m = /^postgres(?:ql)?:\/\/(?:([^@/?#]*)@)?([^/?#]*)(\/[^?#]*)?/i.exec(url);
+    if (!m) return "an unreadable URL";
+    who = decodeURIComponent((m[1] ?? "").split(":")[0]!);
+    authority = m[2] ?? "";
+    path = m[3] ?? "";
+  }
+  const user = who || env.PGUSERNAME || env.PGUSER || osUser(env);
+  const database = path.slice(1) || env.PGDATABASE || user;
+  const hosts = (authority || env.PGHOST || "localhost").split(",").map((h) => {
     const v6 = /^\[[^\]]*\]/.exec(h);
     const host = v6 ? v6[0] : h.split(":")[0] || "localhost";
     const port = v6 ? h.slice(v6[0].length).replace(/^:/, "") : h.split(":")[1];
-    return `${host}:${port || "5432"}`;
+    return `${host}:${port || env.PGPORT || "5432"}`;
   });
-  return `${hosts.join(",")}${m[2] ?? ""}`;
+  return `${hosts.join(",")}/${database}`;
+}
+
+/** The name of the user this process runs as (the driver's default user, and so database). */
+function osUser(env: Record<string, string | undefined>): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return env.USERNAME || env.USER || env.LOGNAME || "";
+  }
 }

@@ -44,6 +44,20 @@ function splitQuery(url: string): [string, URLSearchParams] {
 }
 
 /**
+ * A URL naming several hosts with every port written out. The driver gives a host
+ * without a port the first host's ("db1:5433,db2" would reach db2 on 5433); psql gives
+ * it PGPORT or 5432, and so does tubeway.
+ */
+function portsFilledIn(url: string, env: Env): string {
+  const m = /^([a-z]+:\/\/(?:[^@/?#]*@)?)([^/?#]*)(.*)$/is.exec(url);
+  if (!m || !m[2]!.includes(",")) return url;
+  const hosts = m[2]!.split(",").map((h) =>
+    /:\d*$/.test(h.replace(/^\[[^\]]*\]/, "")) ? h : `${h}:${env.PGPORT || 5432}`
+  );
+  return `${m[1]}${hosts.join(",")}${m[3]}`;
+}
+
+/**
  * The driver's URL and options for a URL (or none: the PG* variables alone) and the
  * environment. Throws on an sslmode libpq does not know, or a certificate file that
  * cannot be read (the message names it).
@@ -53,6 +67,7 @@ export function driverOptions(url: string | undefined, env: Env = process.env): 
   let rest = url;
   if (url !== undefined) {
     [rest, params] = splitQuery(url);
+    rest = portsFilledIn(rest, env);
     const left = new URLSearchParams(params);
     for (const k of LIBPQ_PARAMS) left.delete(k);
     const q = left.toString();

@@ -16,6 +16,7 @@ import type { Sql, SqlClient } from "../core/pg/sql.ts";
 import { sqlState } from "../core/pg/sql.ts";
 import { BURIED, DELAYED, ID_BLOCK, migrate, READY, SCHEMA_NAME, SCHEMA_VERSION } from "../core/pg/schema.ts";
 import { jobsOfDir } from "../core/memory/beanstalkd_log/export.ts";
+import { counted } from "../core/memory/beanstalkd_log/read.ts";
 import type { RetryPolicy } from "../core/engine.ts";
 import { openBinlog } from "../core/memory/binlog/open.ts";
 import { MAX_JOB_SIZE_LIMIT } from "./config.ts";
@@ -134,7 +135,7 @@ async function liveNodes(tx: Sql, schema: string): Promise<number> {
 function counts(jobs: readonly JobRecord[]): string {
   const n = { ready: 0, delayed: 0, buried: 0 };
   for (const j of jobs) if (j.state === "ready" || j.state === "delayed" || j.state === "buried") n[j.state]++;
-  return `${jobs.length} jobs (${n.ready} ready, ${n.delayed} delayed, ${n.buried} buried)`;
+  return `${counted(jobs.length, "job")} (${n.ready} ready, ${n.delayed} delayed, ${n.buried} buried)`;
 }
 
 /** Copy the jobs of log directory `dir` into `schema`. */
@@ -392,8 +393,10 @@ export async function migrateOut(env: MigrateEnv, schema: string, dir: string): 
   const lines = [
     `exported ${counts(jobs)} of schema ${schema} at ${env.target} to ${dir}; start tubeway with -b ${dir}`,
   ];
-  if (snap.paused.length > 0) lines.push(`dropped the pauses of ${snap.paused.length} tubes: ${snap.paused.join(" ")}`);
-  if (snap.reserved > 0) lines.push(`${snap.reserved} reserved jobs were exported ready`);
+  if (snap.paused.length > 0) {
+    lines.push(`dropped the pauses of ${counted(snap.paused.length, "tube")}: ${snap.paused.join(" ")}`);
+  }
+  if (snap.reserved > 0) lines.push(`${counted(snap.reserved, "reserved job")} exported ready`);
   if (snap.live > 0) {
     lines.push(
       `${snap.live} tubeway node(s) are serving schema ${schema}: their changes after this snapshot are not in ${dir}`,

@@ -3,12 +3,14 @@
 // stderr, and the exit code (0 done, 5 usage, 10 DIR missing or in use, 69 database
 // unusable, 1 refused or failed).
 import process from "node:process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { PG_URL_ENV } from "./config.ts";
 import { MIGRATE_USAGE, migrateIn, migrateOut, type MigrateOutcome, parseMigrateArgs } from "./migrate.ts";
 import type { SqlClient } from "../core/pg/sql.ts";
 import { nodeFiles } from "../adapters/files_node.ts";
 import { pgClient, pgTarget } from "../adapters/pg_client.ts";
+import { tlsRefusal } from "../adapters/pg_probe.ts";
 
 const EXIT = { locked: 10, database: 69, refused: 1, failed: 1 } as const;
 
@@ -22,6 +24,21 @@ function envUrl(): string | undefined {
     return process.env[PG_URL_ENV];
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * A failed export leaves no directory of its own making: `dir` and its parents up to
+ * `made` (the first that mkdir created), each only while empty (a failed export took
+ * its files back; one that could not says so, and its directory stays).
+ */
+function removeMade(dir: string, made: string): void {
+  for (let d = resolve(dir); d.length >= resolve(made).length; d = dirname(d)) {
+    try {
+      rmdirSync(d);
+    } catch {
+      return;
+    }
   }
 }
 
@@ -50,19 +67,22 @@ export async function migrateCommand(args: string[]): Promise<never> {
   try {
     if (parsed.kind === "in") outcome = await migrateIn(env, parsed.dir, parsed.schema, parsed.merge);
     else {
+      let made: string | undefined;
       try {
-        mkdirSync(parsed.dir, { recursive: true });
+        made = mkdirSync(parsed.dir, { recursive: true });
       } catch (e) {
         say(`cannot create ${parsed.dir}: ${(e as Error).message}`);
         process.exit(EXIT.locked);
       }
       outcome = await migrateOut(env, parsed.schema, parsed.dir);
+      if (outcome.kind === "failed" && made !== undefined) removeMade(parsed.dir, made);
     }
   } finally {
     await sql.close().catch(() => {});
   }
   if (outcome.kind === "failed") {
-    say(outcome.message);
+    const refusal = outcome.why === "database" ? await tlsRefusal(parsed.url) : undefined;
+    say(refusal ? `cannot use PostgreSQL at ${target}: ${refusal}` : outcome.message);
     process.exit(EXIT[outcome.why]);
   }
   for (const line of outcome.lines) console.log(line);

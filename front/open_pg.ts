@@ -8,6 +8,7 @@ import { Service } from "../protocol/service.ts";
 import { hostInfo } from "../adapters/host_node.ts";
 import { runtimeTurns } from "../adapters/turns.ts";
 import { pgClient, pgTarget } from "../adapters/pg_client.ts";
+import { tlsRefusal } from "../adapters/pg_probe.ts";
 import type { Opened, OpenOptions } from "./open.ts";
 
 /** The database could not be used at start: the message names where and why. */
@@ -59,7 +60,7 @@ export async function openPgService(config: Config & { pg: PgConfig }, opts: Ope
     engine = await Promise.race([opening, late]).finally(() => clearTimeout(timer));
   } catch (e) {
     await sql.close().catch(() => {});
-    const why = e instanceof Error ? e.message : String(e);
+    const why = (await tlsRefusal(config.pg.url || undefined)) ?? (e instanceof Error ? e.message : String(e));
     throw new PgOpenError(`${where()}: ${why}`);
   }
   const service = new Service(engine, {

@@ -29,10 +29,10 @@ export const DASHBOARD_HTML = `<!doctype html>
   <section id="cluster" hidden>
     <h2>Database <span id="db-state" class="badge"></span></h2>
     <p id="db-figures"></p>
-    <table id="nodes">
+    <div class="scroll"><table id="nodes">
       <thead><tr><th>node</th><th>host</th><th>pid</th><th>lease left</th><th>this node</th></tr></thead>
       <tbody></tbody>
-    </table>
+    </table></div>
   </section>
   <section>
     <h2>Jobs over the last minutes</h2>
@@ -41,13 +41,13 @@ export const DASHBOARD_HTML = `<!doctype html>
   </section>
   <section>
     <h2>Tubes <span id="tube-count"></span></h2>
-    <table id="tubes">
+    <div class="scroll"><table id="tubes">
       <thead><tr>
         <th>tube</th><th>ready</th><th>reserved</th><th>delayed</th><th>buried</th><th>urgent</th>
-        <th>waiting</th><th>put/s</th><th>delete/s</th><th>oldest ready</th><th>paused</th><th>retry</th><th>actions</th>
+        <th>waiting</th><th>put/s</th><th>delete/s</th><th>oldest ready</th><th>paused</th><th class="text">retry</th><th>actions</th>
       </tr></thead>
       <tbody></tbody>
-    </table>
+    </table></div>
   </section>
   <section id="browser" hidden>
     <h2>Jobs in <span id="browse-tube"></span></h2>
@@ -55,10 +55,10 @@ export const DASHBOARD_HTML = `<!doctype html>
       <button data-state="ready">ready</button><button data-state="delayed">delayed</button><button data-state="buried">buried</button>
       <span id="browse-total"></span>
     </div>
-    <table id="jobs">
+    <div class="scroll"><table id="jobs">
       <thead><tr><th>id</th><th>pri</th><th>age</th><th>delay left</th><th>reserves</th><th>size</th><th class="body">body</th><th>actions</th></tr></thead>
       <tbody></tbody>
-    </table>
+    </table></div>
   </section>
   <section>
     <h2>Put a job</h2>
@@ -89,8 +89,9 @@ body { margin: 0; font: 14px/1.4 system-ui, sans-serif; background: var(--bg); c
 header { display: flex; gap: 12px; align-items: center; padding: 10px 16px; background: #1d2430; color: #fff; flex-wrap: wrap; }
 header h1 { font-size: 18px; margin: 0 8px 0 0; }
 header form { margin-left: auto; display: flex; gap: 6px; }
-main { padding: 12px 16px; max-width: 1200px; }
-section { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; margin-bottom: 12px; }
+main { padding: 12px 16px; max-width: 1600px; }
+section { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; margin-bottom: 12px;
+  min-width: 0; }
 h2 { font-size: 15px; margin: 0 0 8px; }
 .badge { padding: 2px 8px; border-radius: 10px; background: var(--ok); font-size: 12px; }
 .badge.warn { background: var(--buried); }
@@ -103,15 +104,23 @@ h2 { font-size: 15px; margin: 0 0 8px; }
 #chart polyline { fill: none; stroke-width: 1.5; vector-effect: non-scaling-stroke; }
 .legend span { margin-right: 10px; font-size: 12px; }
 .k-ready { color: var(--ready); } .k-reserved { color: var(--reserved); } .k-buried { color: var(--buried); }
+/* A table never runs past its panel: on a narrow window it scrolls inside it. Its columns
+   give way first: headings, names and retry policies wrap, actions wrap group by group. */
+.scroll { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: right; padding: 3px 6px; border-bottom: 1px solid var(--line); white-space: nowrap; }
+th { white-space: normal; vertical-align: bottom; }
 th:first-child, td:first-child, th:last-child { text-align: left; }
-th.body, td.body { text-align: left; }
+th.body, td.body, th.text { text-align: left; }
 td.body { white-space: pre-wrap; word-break: break-all; font-family: ui-monospace, monospace;
-  max-width: 420px; font-size: 12px; }
+  min-width: 16ch; max-width: 420px; font-size: 12px; }
 td.body.hex { color: var(--mute); }
-td.actions { text-align: left; }
-td.actions input { width: 60px; }
+#tubes td[data-col=name], #tubes td[data-col=retry] { white-space: normal; overflow-wrap: anywhere; text-align: left;
+  min-width: 12ch; max-width: 24ch; }
+td.actions { text-align: left; white-space: normal; min-width: 12em; }
+td.actions .group { display: inline-block; white-space: nowrap; margin: 1px 4px 1px 0; }
+td.actions button { font-size: 12px; padding: 0 5px; }
+td.actions input { width: 4em; font-size: 12px; }
 button { font: inherit; padding: 1px 8px; cursor: pointer; }
 button:disabled { cursor: not-allowed; }
 .tabs button.on { font-weight: bold; }

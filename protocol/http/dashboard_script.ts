@@ -49,6 +49,12 @@ export const DASHBOARD_JS = String.raw`
       });
     }).catch(function (e) { status(String(e), true); });
   }
+  // actions that belong together (a button and its input) wrap as one
+  function group() {
+    var g = el("span", null, "group");
+    for (var i = 0; i < arguments.length; i++) g.appendChild(arguments[i]);
+    return g;
+  }
   function button(label, action, onClick) {
     var b = el("button", label);
     b.dataset.action = action;
@@ -112,20 +118,17 @@ export const DASHBOARD_JS = String.raw`
     var browse = el("button", "browse");
     browse.dataset.action = "browse";
     browse.addEventListener("click", function () { browse_(name, r.t && r.t.buried ? "buried" : "ready"); });
-    a.appendChild(browse);
+    a.appendChild(group(browse));
     var bound = el("input");
     bound.type = "number"; bound.min = "1"; bound.value = "1"; bound.setAttribute("aria-label", "kick bound");
     r.buttons.push(button("kick", "kick", function () { act(path + "/kick", { bound: Number(bound.value) || 1 }); }));
-    a.appendChild(r.buttons[0]);
-    a.appendChild(bound);
+    a.appendChild(group(r.buttons[0], bound));
     r.resume = button("resume", "resume", function () { act(path + "/pause", { seconds: 0 }); });
     r.secs = el("input");
     r.secs.type = "number"; r.secs.min = "1"; r.secs.value = "60"; r.secs.setAttribute("aria-label", "pause seconds");
     r.pause = button("pause", "pause", function () { act(path + "/pause", { seconds: Number(r.secs.value) || 60 }); });
     r.buttons.push(r.resume, r.pause);
-    a.appendChild(r.resume);
-    a.appendChild(r.pause);
-    a.appendChild(r.secs);
+    a.appendChild(group(r.resume, r.pause, r.secs));
     // extensions (docs/extensions.md): empty the tube, set its retry policy
     var empty = button("empty", "empty", function () {
       if (window.confirm("Delete every ready, delayed and buried job of " + name + "?")) act(path + "/empty");
@@ -144,8 +147,7 @@ export const DASHBOARD_JS = String.raw`
         .then(function () { return act(path + "/backoff", { base: Number(base), cap: Number(cap) }); });
     });
     r.buttons.push(empty, retry);
-    a.appendChild(empty);
-    a.appendChild(retry);
+    a.appendChild(group(empty, retry));
     r.tr.appendChild(a);
     return r;
   }

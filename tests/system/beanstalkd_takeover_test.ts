@@ -83,7 +83,7 @@ for (const kind of KINDS) {
         for (const id of ids) assertSame(after.get(id), before.get(id), down);
         assert.match(
           tw.output(),
-          /imported beanstalkd's binlog from .*: 11 jobs: 7 ready, 2 delayed, 2 buried; 1 files read, 0 problems; next id 13\n/,
+          /imported beanstalkd's binlog from .*: 11 jobs: 7 ready, 2 delayed, 2 buried; 1 file read, 0 problems; next id 13\n/,
         );
         assert.match(await t.put("new after the switch"), /^INSERTED 13\r\n$/);
         assert.deepEqual(await buriedOrder(t, "beta"), buried, "kick takes the buried jobs in bury order");
@@ -220,7 +220,7 @@ describe(`beanstalkd's files, damaged or old: ${HERE.target.name}`, { skip }, ()
     try {
       const t = await dial(tw.addr);
       assert.match(tw.output(), new RegExp(`${path}:${second}: bad tube name length 2147483647; skipped 90 bytes\n`));
-      assert.match(tw.output(), /: 2 jobs: 2 ready, 0 delayed, 0 buried; 1 files read, 1 problems; next id 4\n/);
+      assert.match(tw.output(), /: 2 jobs: 2 ready, 0 delayed, 0 buried; 1 file read, 1 problem; next id 4\n/);
       assert.equal(await t.cmd("peek 1"), "FOUND 1 3\r\none\r\n");
       assert.equal(await t.cmd("peek 2"), "NOT_FOUND\r\n");
       assert.equal(await t.cmd("peek 3"), "FOUND 3 5\r\nthree\r\n");

@@ -3,7 +3,7 @@
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -142,11 +142,16 @@ describe(`the executable (${RUNTIME})`, () => {
     writeFileSync(plain, "keep me");
     const r = run("-l", `unix:${plain}`);
     assert.equal(r.code, 111);
-    assert.match(r.err, /another file already exists in the given path/);
+    // 1.12's words, after the path (as every other address that cannot be listened on)
+    assert.ok(
+      r.err.endsWith(`ERROR cannot listen on ${plain}: another file already exists in the given path exit=111\n`),
+      r.err,
+    );
+    assert.equal(readFileSync(plain, "utf8"), "keep me");
   });
 
   const root = process.getuid?.() === 0;
-  it("-u USER switches to the user's uid and primary gid after binding; an unknown user exits 32", {
+  it("-u USER switches to the user's uid and primary gid after binding", {
     skip: skipUnless(root, "switching user needs root"),
   }, async () => {
     const s = await startProcess(SERVER, ["-u", "nobody"]);
@@ -166,9 +171,39 @@ describe(`the executable (${RUNTIME})`, () => {
     } finally {
       await s.stop();
     }
-    const r = run("-u", "no-such-user-here", "-l", "127.0.0.1", "-p", "0");
-    assert.equal(r.code, 32, r.err);
-    assert.match(r.err, /no such user/);
+  });
+
+  it("-u fails as beanstalkd 1.12 does: 33 for an unknown user, 34 when setgid is refused (same words)", {
+    skip: skipUnless(root && BEANSTALKD !== undefined, "needs root and beanstalkd"),
+  }, () => {
+    // an unprivileged user to be refused a switch to root; Deno wants a cache it may write
+    const cache = mkdtempSync(join(tmpdir(), "tubeway-cli-nobody-"));
+    const nobody = readFileSync("/etc/passwd", "utf8").split("\n").map((l) => l.split(":")).find((f) =>
+      f[0] === "nobody"
+    )!;
+    chownSync(cache, Number(nobody[2]), Number(nobody[3]));
+    try {
+      const asNobody = ["runuser", "-u", "nobody", "--", "env", `HOME=${cache}`, `DENO_DIR=${cache}`];
+      const cases: [what: string, as: string[], user: string, code: number][] = [
+        ["an unknown user", [], "no-such-user-here", 33],
+        ["setgid refused (not root)", asNobody, "root", 34],
+      ];
+      for (const [what, as, user, code] of cases) {
+        const flags = ["-l", "127.0.0.1", "-p", "0", "-u", user];
+        const argv = [...as, ...SERVER, ...flags];
+        const ours = spawnSync(argv[0]!, argv.slice(1), { encoding: "utf8", timeout: 30_000 });
+        const bArgv = [...as, BEANSTALKD!, ...flags];
+        const theirs = spawnSync(bArgv[0]!, bArgv.slice(1), { encoding: "utf8", timeout: 5_000 });
+        assert.equal(theirs.status, code, `beanstalkd, ${what}: ${theirs.stderr}`);
+        assert.equal(ours.status, code, `${what}: ${ours.stderr}`);
+        // "beanstalkd: main.c:22 in su: getpwnam("x"): no such user" -> its words after "in su: "
+        const words = /in su: (.*)$/m.exec(theirs.stderr)?.[1];
+        assert.ok(words, theirs.stderr);
+        assert.ok(ours.stderr.includes(` ERROR ${words} exit=${code}\n`), `${what}: ${ours.stderr}`);
+      }
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
   });
 
   it("SIGTERM closes connections and exits 0; SIGUSR1 drains", async () => {

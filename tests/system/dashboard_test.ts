@@ -2,7 +2,8 @@
 // (pinned in package.json). Loads the page from the server of this file's runtime (and
 // the compiled binary under Deno), checks the tubes and counts it shows, that a job
 // body is shown as text (never markup), then kicks a buried job, pauses a tube, puts
-// a job and deletes it from the page, and verifies each over the protocol. Screenshots go to tests/artifacts/.
+// a job and deletes it from the page, and verifies each over the protocol; checks that
+// every table fits its panel at 1400 px and at a phone's 390 px. Screenshots go to tests/artifacts/.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
@@ -17,6 +18,47 @@ const ARTIFACTS = join(ROOT, "tests", "artifacts");
 const TOKEN = "dash-token";
 const WAIT_MS = 60_000;
 const EVIL = "<img src=x onerror=alert(1)>";
+
+/** What the layout check reads of the page, measured in the browser (MEASURE). */
+interface Measured {
+  /** The page's width and the window's: wider means a sideways scrollbar. */
+  page: number;
+  view: number;
+  panels: {
+    name: string;
+    right: number;
+    /** Where the panel's content ends (inside its padding and border). */
+    edge: number;
+    tables: { id: string; right: number; scrolls: boolean; buttons: number[] }[];
+  }[];
+}
+
+/** Every visible panel and its tables; a table inside a box that scrolls shows as that box. */
+const MEASURE = `(() => {
+  const sections = [...document.querySelectorAll("main section")].filter((s) => !s.hidden);
+  return {
+    page: document.documentElement.scrollWidth,
+    view: document.documentElement.clientWidth,
+    panels: sections.map((s) => {
+      const box = s.getBoundingClientRect();
+      const st = getComputedStyle(s);
+      const edge = box.right - parseFloat(st.paddingRight) - parseFloat(st.borderRightWidth);
+      const tables = [...s.querySelectorAll("table")].map((t) => {
+        const frame = t.parentElement;
+        const scrolling = frame !== s && ["auto", "scroll"].includes(getComputedStyle(frame).overflowX);
+        const shown = scrolling ? frame : t;
+        return {
+          id: t.id,
+          right: shown.getBoundingClientRect().right,
+          scrolls: scrolling && frame.scrollWidth > frame.clientWidth,
+          buttons: [...t.querySelectorAll("button")].filter((b) => b.offsetParent !== null)
+            .map((b) => b.getBoundingClientRect().right),
+        };
+      });
+      return { name: s.querySelector("h2")?.textContent ?? s.id, right: box.right, edge, tables };
+    }),
+  };
+})()`;
 
 const kinds: HttpKind[] = RUNTIME === "bun" ? [HTTP_KINDS.bun] : [HTTP_KINDS.deno, HTTP_KINDS.binary];
 
@@ -171,6 +213,37 @@ for (const kind of kinds) {
       });
       assert.equal(await w.cmd("peek 4"), "NOT_FOUND\r\n");
       assert.equal(await w.cmd("peek 5"), "NOT_FOUND\r\n");
+    });
+
+    it("fits every table in its panel at 1400 px and at a phone's 390 px: no page scrolling sideways", async () => {
+      // the widest a tube's row gets today: a long name, a retry policy, every action
+      const long = "newsletters-weekly-digest-for-customers-in-europe-and-asia";
+      assert.equal(await w.cmd(`use ${long}`), `USING ${long}\r\n`);
+      assert.match(await w.put("digest", 10), /^INSERTED \d+\r\n$/);
+      assert.equal(await w.cmd(`set-dlq ${long} 25 ${long}-dead`), "DLQ_SET\r\n");
+      assert.equal(await w.cmd(`set-backoff ${long} 30 86400`), "BACKOFF_SET\r\n");
+      await page.waitForFunction(
+        `document.querySelector('#tubes tr[data-tube="${long}"] td[data-col="retry"]')?.textContent?.startsWith("25")`,
+        { timeout: WAIT_MS },
+      );
+      for (const width of [1400, 390]) {
+        await page.setViewport({ width, height: 1000 });
+        await page.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))");
+        const m = await page.evaluate(MEASURE) as Measured;
+        const where = (what: string) => `${what} at ${width} px: ${JSON.stringify(m)}`;
+        assert.ok(m.page <= m.view, where("the page scrolls sideways"));
+        for (const p of m.panels) {
+          assert.ok(p.right <= m.view + 0.5, where(`panel ${p.name} runs past the window`));
+          for (const t of p.tables) {
+            assert.ok(t.right <= p.edge + 0.5, where(`table #${t.id} runs past its panel`));
+            if (width < 1400) continue;
+            // wide enough: the whole table shows, every action button included
+            assert.equal(t.scrolls, false, where(`table #${t.id} needs scrolling`));
+            for (const b of t.buttons) assert.ok(b <= p.edge + 0.5, where(`a button of #${t.id} is cut off`));
+          }
+        }
+      }
+      await page.setViewport({ width: 1280, height: 1000 });
     });
 
     it("draws the chart and saves a screenshot as a test artifact", async () => {

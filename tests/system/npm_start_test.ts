@@ -3,9 +3,12 @@
 // free and no process is left behind. `deno task` forwards signals to its child; a
 // plain `sh -c` between npm and it did not, and the server kept the port.
 // --ignore-scripts skips only prestart (its `npm install`), not the start script.
+// Neither prints a --pg password: npm masks one in a URL on its own `> ...` line, and
+// `deno task` would echo the whole command line on its `Task serve ...` line (the start
+// script runs it with --quiet).
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
@@ -99,5 +102,22 @@ describe(
         }
       });
     }
+
+    it("prints no password, given on the command line or in TUBEWAY_PG_URL", { timeout: 120_000 }, async () => {
+      const port = await freePort(); // nothing listens there: the server exits 69
+      const url = `postgres://tw:secret@127.0.0.1:${port}/x`;
+      for (const [args, env] of [[["--pg", url], {}], [[], { TUBEWAY_PG_URL: url }]] as const) {
+        const r = spawnSync(NPM!, [...script, "--ignore-scripts", "--", "-l", "127.0.0.1", "-p", "0", ...args], {
+          cwd: ROOT,
+          encoding: "utf8",
+          timeout: 60_000,
+          env: { ...process.env, ...env },
+        });
+        const out = `${r.stdout}${r.stderr}`;
+        assert.equal(r.status, 69, out);
+        assert.match(out, new RegExp(`cannot use PostgreSQL at 127\\.0\\.0\\.1:${port}/x`));
+        assert.doesNotMatch(out, /secret/, `${args.join(" ")} ${JSON.stringify(env)}: the password is printed`);
+      }
+    });
   },
 );

@@ -17,7 +17,9 @@ import {
 import { getText, HTTP_KINDS, type HttpRunning, startWithHttp } from "../harness/http.ts";
 import { dial, type Wire } from "../harness/wire.ts";
 import { eventually, timed } from "./wire_suite.ts";
+import postgres from "postgres";
 import { pgTarget } from "../../adapters/pg_client.ts";
+import { driverOptions } from "../../adapters/pg_options.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -294,8 +296,38 @@ describe("pgTarget: where a --pg URL points, for the exit-69 message and the log
     );
     assert.equal(pgTarget("postgresql://u:secret@[::1]:6000,10.0.0.2:5432/q"), "[::1]:6000,10.0.0.2:5432/q");
     assert.equal(pgTarget("postgres://u:pw@db.example/jobs"), "db.example:5432/jobs");
-    assert.equal(pgTarget("postgres:///jobs"), "localhost:5432/jobs");
-    assert.equal(pgTarget(undefined), "the PG* environment variables");
+    assert.equal(pgTarget("postgres:///jobs", {}), "localhost:5432/jobs");
     assert.equal(pgTarget("mysql://x"), "an unreadable URL");
+  });
+
+  it("names what the PG* variables fill in, as the driver connects: host, port, database (else the user)", async () => {
+    const cases: [string | undefined, Record<string, string>, string][] = [
+      ["postgres:///jobs", { PGPORT: "55433" }, "localhost:55433/jobs"],
+      ["postgres:///jobs", { PGHOST: "127.0.0.1", PGPORT: "1" }, "127.0.0.1:1/jobs"],
+      ["postgres://db.example", { PGDATABASE: "queue", PGPORT: "6432" }, "db.example:6432/queue"],
+      ["postgres://bob@db.example/", {}, "db.example:5432/bob"],
+      [undefined, { PGHOST: "10.0.0.9", PGPORT: "5440", PGDATABASE: "q" }, "10.0.0.9:5440/q"],
+      [undefined, { PGUSER: "alice" }, "localhost:5432/alice"],
+      ["postgres://u:pw@db1:5433,db2/jobs?sslmode=disable", { PGPORT: "6000" }, "db1:5433,db2:6000/jobs"],
+      ["postgres://u@db1,db2:5434/jobs", {}, "db1:5432,db2:5434/jobs"],
+    ];
+    const saved = { ...process.env };
+    try {
+      for (const [url, env, want] of cases) {
+        for (const k of ["PGHOST", "PGPORT", "PGDATABASE", "PGUSER", "PGUSERNAME"]) delete process.env[k];
+        Object.assign(process.env, env);
+        assert.equal(pgTarget(url, process.env), want, `${url} ${JSON.stringify(env)}`);
+        // what the driver itself will connect to, given the URL as the node hands it over
+        const given = driverOptions(url, process.env).url;
+        const sql = given ? postgres(given, { max: 1 }) : postgres({ max: 1 });
+        const o = sql.options;
+        await sql.end();
+        const driver = `${o.host.map((h, i) => `${h}:${o.port[i]}`).join(",")}/${o.database}`;
+        assert.equal(driver, want, `the driver, for ${url} ${JSON.stringify(env)}`);
+      }
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+    }
   });
 });

@@ -8,7 +8,7 @@
 // a non-empty target directory, a database that cannot be used (69), bad usage (5).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BUN_SERVER, DENO_SERVER, RUNTIME, skipUnless } from "../harness/paths.ts";
@@ -179,8 +179,8 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
         const snap = await migrate("--to", live, "--pg", pg!.url, "--pg-schema", schema);
         assert.equal(snap.code, 0, snap.err);
         assert.deepEqual(snap.out.split("\n").slice(1), [
-          "dropped the pauses of 1 tubes: alpha",
-          "1 reserved jobs were exported ready",
+          "dropped the pauses of 1 tube: alpha",
+          "1 reserved job exported ready",
           `1 tubeway node(s) are serving schema ${schema}: their changes after this snapshot are not in ${live}`,
           "",
         ]);
@@ -220,7 +220,7 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
         back.out,
         `exported 12 jobs (8 ready, 2 delayed, 2 buried) of schema ${schema} at ${where()} to ${out}; ` +
           `start tubeway with -b ${out}\n` +
-          "dropped the pauses of 1 tubes: alpha\n",
+          "dropped the pauses of 1 tube: alpha\n",
       );
       const exportedAt = Date.now();
       const full = await migrate("--to", out, "--pg", pg!.url, "--pg-schema", schema);
@@ -274,7 +274,7 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
     assert.equal(m.code, 1, m.err);
     assert.match(m.err, /^tubeway: migrate: a put-unique key is in both .* and schema keys_\w+: /);
     const back = await migrate("--to", join(freshDir(), "out"), "--pg", pg!.url, "--pg-schema", schema);
-    assert.match(back.out, /^exported 1 jobs /, "nothing of the directory was written");
+    assert.match(back.out, /^exported 1 job /, "nothing of the directory was written");
   });
 
   it("refuses a database it cannot use (69), a schema without tubeway's tables, and bad usage (5)", {
@@ -292,11 +292,26 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
     const out = join(freshDir(), "out");
     const badOut = await migrate("--to", out, "--pg", `postgres://127.0.0.1:${port}/jobs`);
     assert.equal(badOut.code, 69, badOut.err);
-    const none = await migrate("--to", out, "--pg", pg!.url, "--pg-schema", "no_such_schema");
+    const noTls = await migrate("--to", out, "--pg", `${pg!.url}?sslmode=require`); // the cluster has no TLS
+    assert.deepEqual(
+      [noTls.code, noTls.err],
+      [
+        69,
+        `tubeway: migrate: cannot use PostgreSQL at ${where()}: the server at ${where().split("/")[0]} ` +
+        "does not support TLS, and sslmode=require asks for it\n",
+      ],
+    );
+    const deep = join(freshDir(), "new", "out");
+    const none = await migrate("--to", deep, "--pg", pg!.url, "--pg-schema", "no_such_schema");
     assert.deepEqual(
       [none.code, none.err],
       [1, `tubeway: migrate: schema no_such_schema at ${where()} has no tubeway tables\n`],
     );
+    // a failed export leaves no directory it made (a directory that was there stays)
+    for (const made of [out, join(deep, "..")]) assert.equal(existsSync(made), false, made);
+    const there = freshDir();
+    assert.equal((await migrate("--to", there, "--pg", pg!.url, "--pg-schema", "no_such_schema")).code, 1);
+    assert.equal(existsSync(there), true);
     const missing = await migrate("-b", join(dir, "nope"), "--pg", pg!.url, "--pg-schema", uniqueSchema("none"));
     assert.equal(missing.code, 10, missing.err);
     const usage = await migrate("--pg", pg!.url);
@@ -334,7 +349,7 @@ describe(`tubeway migrate (${RUNTIME})`, { skip: noPg }, () => {
       const schema = uniqueSchema("bin");
       const r = await run(["migrate", "-b", dir, "--pg", pg!.url, "--pg-schema", schema], bin);
       assert.equal(r.code, 0, r.err);
-      assert.match(r.out, /^migrated 1 jobs \(1 ready, 0 delayed, 0 buried\)/);
+      assert.match(r.out, /^migrated 1 job \(1 ready, 0 delayed, 0 buried\)/);
 
       // a restart takes the next block of ids: the directory's next job cannot collide with job 1
       const replies = await session([

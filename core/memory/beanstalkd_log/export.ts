@@ -10,7 +10,7 @@ import { errorText, joinPath } from "../../files.ts";
 import type { JobRecord } from "../wal.ts";
 import { jobsInOrder, replay } from "../binlog/recover.ts";
 import { migrateLegacyNames } from "../binlog/legacy_names.ts";
-import { binlogSeq } from "./read.ts";
+import { binlogSeq, counted } from "./read.ts";
 import { beanstalkdFileNames, importDone, problemLine, readBeanstalkdDir } from "./takeover.ts";
 import { encodeV7, minMaxJobSize } from "./write.ts";
 
@@ -80,18 +80,19 @@ export function dropped(jobs: readonly JobRecord[], kept: Partial<Standing>, ver
   const names = (m: ReadonlyMap<string, unknown>) => [...m.keys()].join(" ");
   if (kept.policies && kept.policies.size > 0) {
     const p = kept.policies;
-    out.push(`dropped the retry policies (set-dlq, set-backoff) of ${p.size} tubes: ${names(p)}`);
+    out.push(`dropped the retry policies (set-dlq, set-backoff) of ${counted(p.size, "tube")}: ${names(p)}`);
   }
   if (kept.limits && kept.limits.size > 0) {
-    out.push(`dropped the limits (set-concurrency, set-rate) of ${kept.limits.size} tubes: ${names(kept.limits)}`);
+    const l = kept.limits;
+    out.push(`dropped the limits (set-concurrency, set-rate) of ${counted(l.size, "tube")}: ${names(l)}`);
   }
   if (kept.schedules && kept.schedules.size > 0) {
     const s = kept.schedules;
-    out.push(`dropped ${s.size} schedules (the jobs they already put are ${verb}): ${names(s)}`);
+    out.push(`dropped ${counted(s.size, "schedule")} (the jobs they already put are ${verb}): ${names(s)}`);
   }
-  if (keys > 0) out.push(`dropped the put-unique keys of ${keys} jobs (the jobs are ${verb})`);
+  if (keys > 0) out.push(`dropped the put-unique keys of ${counted(keys, "job")} (the jobs are ${verb})`);
   if (origins > 0) {
-    out.push(`dropped where ${origins} dead letters came from (they stay buried in their dead-letter tube)`);
+    out.push(`dropped where ${counted(origins, "dead letter")} came from (they stay buried in their dead-letter tube)`);
   }
   return out;
 }
@@ -139,7 +140,7 @@ export function jobsOfDir(dir: string, files: Files, say: (m: string) => void): 
     for (const p of r.problems) say(problemLine(dir, p));
     jobs = buriedLast([...jobs, ...r.jobs.filter((j) => !own.jobs.has(j.id))]);
     maxId = Math.max(maxId, r.maxId);
-    lines.push(`included ${r.jobs.length} jobs from beanstalkd's files in ${dir} (not imported yet)`);
+    lines.push(`included ${counted(r.jobs.length, "job")} from beanstalkd's files in ${dir} (not imported yet)`);
   }
   return { jobs, maxId, policies: own.policies, limits: own.limits, schedules: own.schedules, lines };
 }
@@ -187,7 +188,9 @@ export function exportBinlog(
     const n = { ready: 0, delayed: 0, buried: 0 };
     for (const j of jobs) if (j.state === "ready" || j.state === "delayed" || j.state === "buried") n[j.state]++;
     lines.push(
-      `exported ${jobs.length} jobs (${n.ready} ready, ${n.delayed} delayed, ${n.buried} buried) to ${path}; ` +
+      `exported ${
+        counted(jobs.length, "job")
+      } (${n.ready} ready, ${n.delayed} delayed, ${n.buried} buried) to ${path}; ` +
         `start beanstalkd with -b ${out}`,
     );
     lines.push(...dropped(jobs, read));

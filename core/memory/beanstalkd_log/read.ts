@@ -292,11 +292,16 @@ export function readBeanstalkdLog(files: SourceFile[]): ReadResult {
   return out;
 }
 
+/** A count and its noun, for the lines a person reads: "1 job", "2 jobs", "0 problems". */
+export function counted(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
 /** The one-line summary: jobs per state, files read, problems, the next id. */
 export function summary(r: ReadResult): string {
   const n = { ready: 0, delayed: 0, buried: 0 };
   for (const j of r.jobs) if (j.state === "ready" || j.state === "delayed" || j.state === "buried") n[j.state]++;
   const reserved = r.wereReserved > 0 ? ` (${r.wereReserved} of them were reserved)` : "";
-  return `${r.jobs.length} jobs: ${n.ready} ready${reserved}, ${n.delayed} delayed, ${n.buried} buried; ` +
-    `${r.filesRead} files read, ${r.problems.length} problems; next id ${r.maxId + 1}`;
+  return `${counted(r.jobs.length, "job")}: ${n.ready} ready${reserved}, ${n.delayed} delayed, ${n.buried} buried; ` +
+    `${counted(r.filesRead, "file")} read, ${counted(r.problems.length, "problem")}; next id ${r.maxId + 1}`;
 }

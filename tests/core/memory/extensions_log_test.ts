@@ -94,9 +94,9 @@ describe("extensions survive a crash", () => {
     if (r.kind !== "done") return;
     assert.deepEqual(r.jobs.map((j) => [j.id, j.tube, j.state]), [[2, "work", "ready"], [1, "dead", "buried"]]);
     assert.deepEqual(r.lines.slice(1), [
-      "dropped the retry policies (set-dlq, set-backoff) of 1 tubes: work",
-      "dropped the put-unique keys of 1 jobs (the jobs are exported)",
-      "dropped where 1 dead letters came from (they stay buried in their dead-letter tube)",
+      "dropped the retry policies (set-dlq, set-backoff) of 1 tube: work",
+      "dropped the put-unique keys of 1 job (the jobs are exported)",
+      "dropped where 1 dead letter came from (they stay buried in their dead-letter tube)",
     ]);
     s1.svc.close();
   });

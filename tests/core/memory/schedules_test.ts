@@ -255,9 +255,9 @@ describe("schedules and limits in the log (-b)", () => {
     if (r.kind !== "done") return;
     assert.deepEqual(r.jobs.map((j) => [j.id, j.tube, j.state]), [[1, "t", "ready"]]);
     assert.deepEqual(r.lines.slice(1), [
-      "dropped the limits (set-concurrency, set-rate) of 1 tubes: t",
-      "dropped 1 schedules (the jobs they already put are exported): s",
-      "dropped the put-unique keys of 1 jobs (the jobs are exported)",
+      "dropped the limits (set-concurrency, set-rate) of 1 tube: t",
+      "dropped 1 schedule (the jobs they already put are exported): s",
+      "dropped the put-unique keys of 1 job (the jobs are exported)",
     ]);
     s1.svc.close();
   });

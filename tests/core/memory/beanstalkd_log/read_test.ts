@@ -198,7 +198,7 @@ describe("reading beanstalkd binlog files", () => {
       "binlog.2:0: unknown version 6; file skipped",
     ]);
     assert.equal(r.filesRead, 1);
-    assert.equal(summary(r), "1 jobs: 1 ready, 0 delayed, 0 buried; 1 files read, 2 problems; next id 2");
+    assert.equal(summary(r), "1 job: 1 ready, 0 delayed, 0 buried; 1 file read, 2 problems; next id 2");
   });
 
   it("knows beanstalkd's file names", () => {

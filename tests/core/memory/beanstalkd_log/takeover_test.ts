@@ -127,7 +127,7 @@ describe("importing beanstalkd's files", () => {
       ),
       r.logs.join("\n"),
     );
-    assert.ok(r.logs.some((l) => /^imported .* 1 jobs: .* 1 problems; next id 2$/.test(l)), r.logs.join("\n"));
+    assert.ok(r.logs.some((l) => /^imported .* 1 job: .* 1 problem; next id 2$/.test(l)), r.logs.join("\n"));
     assert.deepEqual(view(r.queue, 1), [1, "t", "ready", 10, "job 1\r\n"]);
     r.wal.close();
   });
