@@ -2,8 +2,8 @@
 // back. Into: the jobs tubeway would serve if started on the log directory now (its
 // own log, or beanstalkd 1.12's files not imported yet: export.ts's jobsOfDir) go
 // into the schema in one transaction, with their ids, tubes, fields, counters,
-// bodies, put-unique keys and dead letters' origins, and the tubes' retry policies;
-// the id sequence moves past the highest id. Back: every job of the schema,
+// bodies, put-unique keys and dead letters' origins, the tubes' retry policies and
+// limits, and the schedules (migrate_flow.ts); the id sequence moves past the highest id. Back: every job of the schema,
 // read in one snapshot, is written by the binlog writer (core/memory/binlog/) into a new
 // log directory that `tubeway -b DIR` serves. Times cross over as durations (a job's
 // age, a delay's time left) measured against each side's own clock, never as
@@ -21,6 +21,7 @@ import type { RetryPolicy } from "../core/engine.ts";
 import { openBinlog } from "../core/memory/binlog/open.ts";
 import { MAX_JOB_SIZE_LIMIT } from "./config.ts";
 import { DEFAULT_BINLOG_SIZE, DEFAULT_FSYNC_MS } from "../core/memory/binlog/options.ts";
+import { type Flow, insertFlow, readFlow, writeFlow } from "./migrate_flow.ts";
 
 export const MIGRATE_USAGE = `Use: tubeway migrate -b DIR [--pg URL] [--pg-schema S] [--merge]
      tubeway migrate --to DIR [--pg URL] [--pg-schema S]
@@ -33,7 +34,8 @@ With --to: writes every job of the schema as a new tubeway log directory DIR
 
 Kept: ids (new ids go above them), tubes, bodies, priorities, delays (time
 left), TTRs, ages, the five counters, states; reserved jobs become ready, as
-after a restart. Not kept: connections and their reservations, tube pauses,
+after a restart; the tubes' retry policies and limits, and the schedules with
+their last runs. Not kept: connections and their reservations, tube pauses,
 the cmd-* and total-jobs counters (as after a restart).
 
  --pg URL        the database (default: TUBEWAY_PG_URL, then the PG* variables)
@@ -190,6 +192,7 @@ export async function migrateIn(
         await insertJobs(tx, schema, jobs, now);
         // read.policies holds the log's PolicyRecords (core/memory/binlog/codec.ts): RetryPolicy's fields
         await insertPolicies(tx, schema, read.policies as ReadonlyMap<string, RetryPolicy>);
+        await insertFlow(tx, schema, read);
         if (read.maxId > 0) {
           // the next block starts past every migrated id (after setval(v), nextval gives v + ID_BLOCK),
           // and never before the next one the sequence would have given
@@ -386,7 +389,7 @@ export async function migrateOut(env: MigrateEnv, schema: string, dir: string): 
   });
   let maxId = snap.maxId;
   for (const j of jobs) maxId = Math.max(maxId, j.id);
-  const written = await writeLog(env, dir, jobs, maxId, snap.policies);
+  const written = await writeLog(env, dir, jobs, maxId, snap.policies, snap.flow);
   if (written !== undefined) {
     return written.kind === "failed" && written.why === "failed" ? takeBack(env, dir, written.message) : written;
   }
@@ -438,6 +441,8 @@ interface Snapshot {
   paused: string[];
   /** set-dlq's and set-backoff's, by tube (none before migration 3). */
   policies: Map<string, RetryPolicy>;
+  /** Limits and schedules (none before migration 4). */
+  flow: Flow;
   reserved: number;
   live: number;
 }
@@ -475,6 +480,7 @@ async function snapshot(tx: Sql, schema: string, version: number): Promise<Snaps
   }
   return {
     policies,
+    flow: await readFlow(tx, schema, version),
     rows,
     maxId: Number(seq?.m ?? 0),
     paused: paused.map((r) => String(r.name)),
@@ -490,6 +496,7 @@ async function writeLog(
   jobs: readonly JobRecord[],
   maxId: number,
   policies: ReadonlyMap<string, RetryPolicy>,
+  flow: Flow,
 ): Promise<MigrateOutcome | undefined> {
   const byId = new Map(jobs.map((j) => [j.id, j]));
   let opened;
@@ -515,6 +522,8 @@ async function writeLog(
     for (const [tube, p] of policies) {
       if (!wal.policy(tube, p)) return fail("failed", `cannot write the policy of tube ${tube} into ${dir}`);
     }
+    const notWritten = writeFlow(wal, flow);
+    if (notWritten) return fail("failed", `cannot write ${notWritten} into ${dir}`);
     let n = 0;
     for (const j of jobs) {
       if (!wal.put(j) || (++n % BATCH_JOBS === 0 && !wal.flush())) {

@@ -7,7 +7,7 @@
 // earlier release's binlog.N files are renamed to tubeway.N (as every start does).
 import type { Files } from "../../files.ts";
 import { errorText, joinPath } from "../../files.ts";
-import type { JobRecord } from "../wal.ts";
+import type { JobRecord, ScheduleRecord, TubeLimits } from "../wal.ts";
 import { jobsInOrder, replay } from "../binlog/recover.ts";
 import { migrateLegacyNames } from "../binlog/legacy_names.ts";
 import { binlogSeq, counted } from "./read.ts";
@@ -113,6 +113,8 @@ function readOnly(files: Files): Files {
 
 /** The live jobs of a locked DIR and what else its log keeps; see jobsOfDir. */
 export interface DirJobs extends Standing {
+  limits: ReadonlyMap<string, TubeLimits>;
+  schedules: ReadonlyMap<string, ScheduleRecord>;
   /** Ids ascending, then the buried ones in bury order; reserved ones made ready. */
   jobs: JobRecord[];
   /** The id high-water: new ids go above it. */
