@@ -3,27 +3,13 @@
 // implements core/engine.ts and answers every call at once (no promises). Time comes
 // from the injected clock, which also carries the one timer (core/memory/schedule.ts); the log
 // sits behind the Wal interface, and the per-turn shared append is core/memory/log_turn.ts.
-// The calls that only look (peeks, stats, listings, metrics) are core/memory/queue_views.ts.
+// The calls that only look (peeks, stats, listings, metrics) are core/memory/queue_views.ts, the
+// extension commands core/memory/queue_extensions.ts (Queue extends both).
 import { Client, Job, jobMs, readyBefore, type Tube } from "./model.ts";
 import { DEADLINE_SOON_MS } from "../clients.ts";
 import { type Clock, immediateTurns, systemClock, type Turns } from "../clock.ts";
-import type {
-  Engine,
-  Exists,
-  NewJob,
-  NewJobAt,
-  NewSchedule,
-  PutResult,
-  Refusal,
-  RetryPolicy,
-  ScheduleInfo,
-  Settling,
-  TubeLimits,
-  TubeState,
-  UniqueJob,
-  Wake,
-} from "../engine.ts";
-import { QueueViews } from "./queue_views.ts";
+import type { Engine, NewJob, PutResult, Refusal, RetryPolicy, Settling, TubeLimits, Wake } from "../engine.ts";
+import { QueueExtensions } from "./queue_extensions.ts";
 import { type JobRecord, noWal, type ScheduleRecord, type Wal } from "./wal.ts";
 import { DEFAULT_BINLOG_SIZE } from "./binlog/options.ts";
 import type { LogTurn } from "./log_turn.ts";
@@ -66,7 +52,7 @@ export function memoryEngine(opts: { clock?: Clock; maxJobSize?: number } = {}):
   return new Queue(opts.maxJobSize === undefined ? { clock } : { clock, maxJobSize: opts.maxJobSize });
 }
 
-export class Queue extends QueueViews implements Engine {
+export class Queue extends QueueExtensions implements Engine {
   readonly clock: Clock;
   readonly maxJobSize: number;
   readonly wal: Wal;
@@ -315,52 +301,6 @@ export class Queue extends QueueViews implements Engine {
       this.s.schedule.at(t.unpauseAt);
     }
     return true;
-  }
-
-  // ---- extensions (core/memory/extensions.ts) ------------------------------------------------
-
-  deleteTube(tube: string, state?: TubeState): number | Refusal {
-    return this.x.deleteTube(tube, state);
-  }
-
-  kickTube(tube: string, bound: number, state?: "buried" | "delayed"): number | Refusal {
-    return this.x.kickTube(tube, bound, state);
-  }
-
-  putAt(c: Client, job: NewJobAt): Job | PutResult {
-    return this.#draining ? "DRAINING" : this.x.putAt(c, job);
-  }
-
-  putUnique(c: Client, job: UniqueJob): Job | PutResult | Exists {
-    return this.#draining ? "DRAINING" : this.x.putUnique(c, job);
-  }
-
-  setDlq(tube: string, maxAttempts: number, deadTube: string): "OK" | "INTERNAL_ERROR" {
-    return this.x.setDlq(tube, maxAttempts, deadTube);
-  }
-
-  setBackoff(tube: string, baseSec: number, capSec: number): "OK" | "INTERNAL_ERROR" {
-    return this.x.setBackoff(tube, baseSec, capSec);
-  }
-
-  setConcurrency(tube: string, max: number): "OK" | "INTERNAL_ERROR" {
-    return this.x.setConcurrency(tube, max);
-  }
-
-  setRate(tube: string, count: number, windowSec: number): "OK" | "INTERNAL_ERROR" {
-    return this.x.setRate(tube, count, windowSec);
-  }
-
-  schedule(s: NewSchedule): "OK" | "INTERNAL_ERROR" {
-    return this.schedules.set(s);
-  }
-
-  unschedule(name: string): "DELETED" | Refusal {
-    return this.schedules.remove(name);
-  }
-
-  listSchedules(): ScheduleInfo[] {
-    return this.schedules.list();
   }
 
   // ---- the server -----------------------------------------------------------------
