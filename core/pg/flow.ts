@@ -23,8 +23,11 @@ import { all } from "./turn.ts";
 
 /** After a run found a due schedule locked by another node's turn: look again this much later. */
 const RETRY_MS = 500;
-/** The longest the schedules' timer sleeps before reading the next due time again. */
-const MAX_SLEEP_MS = 3_600_000;
+/**
+ * The longest the timer sleeps before reading again which tubes have limits and when the
+ * next schedule is due: what a NOTIFY lost on the way would have said.
+ */
+const REFRESH_MS = 10_000;
 
 /** What a node gives its flow control. */
 export interface FlowDeps {
@@ -52,6 +55,8 @@ export class PgFlow {
   /** Jobs each schedule put through this node since start (the metrics port). */
   readonly runs = new Map<string, number>();
   #timer: TimerHandle | undefined;
+  /** When the next schedule is due (monotonic ms, by this node's clock; Infinity: none). */
+  #dueAt = Infinity;
   #stopped = false;
 
   constructor(d: FlowDeps) {
@@ -177,20 +182,22 @@ export class PgFlow {
     void this.refresh();
   }
 
-  /** Set the timer for `ms` (until the next due time; null: none). */
+  /** The next schedule is due in `ms` (null: none): the timer for it, or for the next refresh if sooner. */
   #arm(ms: unknown): void {
     if (this.#stopped) return;
     if (this.#timer !== undefined) this.#d.clock.clearTimer(this.#timer);
-    this.#timer = undefined;
-    if (ms === null || ms === undefined) return;
-    const wait = Math.min(Math.max(0, Number(ms)), MAX_SLEEP_MS);
-    this.#timer = this.#d.clock.setTimer(() => this.#due(), Math.ceil(wait));
+    const now = this.#d.clock.now();
+    this.#dueAt = ms === null || ms === undefined ? Infinity : now + Math.max(0, Number(ms));
+    // a draining node runs no schedule: it only keeps its view fresh until the drain ends
+    const wait = this.#d.draining() ? REFRESH_MS : Math.min(this.#dueAt - now, REFRESH_MS);
+    this.#timer = this.#d.clock.setTimer(() => this.#fire(), Math.ceil(wait));
   }
 
-  /** The timer: run what is due (not while draining: drain mode's end does). */
-  #due(): void {
+  /** The timer: run what is due (not while draining: the drain's end does), or refresh. */
+  #fire(): void {
     this.#timer = undefined;
-    if (this.#stopped || this.#d.draining()) return;
+    if (this.#stopped) return;
+    if (this.#dueAt > this.#d.clock.now() || this.#d.draining()) return void this.refresh();
     this.#d.op((tx, turn) => this.#runDue(tx, turn)).then((ms) => this.#arm(ms), (e) => {
       this.#d.error(`pg: schedules: ${e instanceof Error ? e.message : e}`);
       this.#arm(RETRY_MS);

@@ -11,6 +11,28 @@ const msUntil = (t: string) => `(extract(epoch from (${t}) - now()) * 1000)::flo
 /** A tube row with limits. */
 const LIMITED = "(p.max_reserved > 0 or p.rate_count > 0)";
 
+/**
+ * reserve-job $3 for node $1 connection $2: any job not reserved, in any tube; counted
+ * under its tube's limits when it has some (it takes the job whatever they say, as
+ * whatever a pause says). statements.ts's reserveJob.
+ */
+export function reserveJobCounted(S: string): string {
+  return `with l as (select p.name, p.rate_count, p.rate_window_ms, p.rate_times from ${S}.tubes p
+      where p.name = (select tube from ${S}.jobs where id = $3 and state <> ${RESERVED}) and ${LIMITED} for update),
+    z as (select l.name, coalesce((select array_agg(t.at order by t.at) from (
+          select at from unnest(l.rate_times || clock_timestamp()) as a(at)
+          where l.rate_count > 0 and at > clock_timestamp() - l.rate_window_ms * ${MS}
+          order by at desc limit l.rate_count) as t), '{}') as times
+      from l),
+    counted as (update ${S}.tubes p set reserved = p.reserved + 1, rate_times = z.times,
+        rate_free_at = case when p.rate_count > 0 and cardinality(z.times) >= p.rate_count
+          then z.times[1] + p.rate_window_ms * ${MS} end
+      from z where p.name = z.name)
+    update ${S}.jobs j set state = ${RESERVED}, node = $1, conn = $2, deadline = now() + j.ttr_ms * ${MS},
+      reserves = j.reserves + 1, buried_seq = null, limited = case when exists (select 1 from l) then true end
+    where j.id = $3 and j.state <> ${RESERVED} returning j.id::float8 as id, j.body`;
+}
+
 export function flowStatements(S: string, dueMs: string) {
   return {
     /**
@@ -55,25 +77,6 @@ export function flowStatements(S: string, dueMs: string) {
         where state = ${RESERVED} and node = $1 and conn = any($2::int8[]) group by conn)
       select k.conn::float8 as conn, u.id::float8 as id, u.body, s.soon_ms, ${dueMs} as due_ms
       from unnest($2::int8[]) as k(conn) left join u on u.conn = k.conn left join s on s.conn = k.conn`,
-
-    /**
-     * reserve-job $3 for node $1 connection $2, as statements.ts's, counted under its
-     * tube's limits when it has some (it takes the job whatever they say, as whatever a pause).
-     */
-    reserveJob: `with l as (select p.name, p.rate_count, p.rate_window_ms, p.rate_times from ${S}.tubes p
-        where p.name = (select tube from ${S}.jobs where id = $3 and state <> ${RESERVED}) and ${LIMITED} for update),
-      z as (select l.name, coalesce((select array_agg(t.at order by t.at) from (
-            select at from unnest(l.rate_times || clock_timestamp()) as a(at)
-            where l.rate_count > 0 and at > clock_timestamp() - l.rate_window_ms * ${MS}
-            order by at desc limit l.rate_count) as t), '{}') as times
-        from l),
-      counted as (update ${S}.tubes p set reserved = p.reserved + 1, rate_times = z.times,
-          rate_free_at = case when p.rate_count > 0 and cardinality(z.times) >= p.rate_count
-            then z.times[1] + p.rate_window_ms * ${MS} end
-        from z where p.name = z.name)
-      update ${S}.jobs j set state = ${RESERVED}, node = $1, conn = $2, deadline = now() + j.ttr_ms * ${MS},
-        reserves = j.reserves + 1, buried_seq = null, limited = case when exists (select 1 from l) then true end
-      where j.id = $3 and j.state <> ${RESERVED} returning j.id::float8 as id, j.body`,
 
     /**
      * A tube's limits from now on ($1 tube; $2 concurrency, $3 rate count, $4 window ms,

@@ -3,6 +3,7 @@
 // pipelined without waiting for each other. Times are the database's: now() is the
 // transaction's start, the same for every statement of a turn.
 import { BURIED, DELAYED, READY, RESERVED } from "./schema.ts";
+import { reserveJobCounted } from "./flow_statements.ts";
 
 const MS = "interval '1 millisecond'";
 /** Milliseconds from now() to a timestamptz expression (negative when past), as float8. */
@@ -21,14 +22,20 @@ const NOW_READY =
 const NOW_RESERVED = `(state = ${RESERVED} and deadline > now())`;
 const NOW_DELAYED = `(state = ${DELAYED} and ready_at > now())`;
 
-export function statements(S: string) {
-  /** Ms until the next delayed job is due, a TTR ends or a pause ends, anywhere; null when nothing is. */
-  // a tube's row: when its pause ends, or when its rate limit lets the next reservation through
-  const dueMs = msUntil(`least(
+/**
+ * Ms until the next delayed job is due, a TTR ends, or a tube's pause ends or its rate
+ * limit lets the next reservation through, anywhere; null when nothing is.
+ */
+export function dueMsOf(S: string): string {
+  return msUntil(`least(
         (select min(ready_at) from ${S}.jobs where state = ${DELAYED}),
         (select min(deadline) from ${S}.jobs where state = ${RESERVED}),
         (select least(min(pause_until) filter (where pause_until > now()),
           min(rate_free_at) filter (where rate_free_at > now())) from ${S}.tubes))`);
+}
+
+export function statements(S: string) {
+  const dueMs = dueMsOf(S);
   return {
     /** Delayed jobs whose time has come, and reservations whose TTR ended, back to ready; $1 node, $2 slot. */
     sweep: `with p as (
@@ -128,10 +135,8 @@ export function statements(S: string) {
         where state = ${RESERVED} and node = $1 and conn = any($2::int8[]) group by conn)
       select k.conn::float8 as conn, u.id::float8 as id, u.body, s.soon_ms, ${dueMs} as due_ms
       from unnest($2::int8[]) as k(conn) left join u on u.conn = k.conn left join s on s.conn = k.conn`,
-    /** reserve-job $3 for node $1 connection $2: any job not reserved, in any tube. */
-    reserveJob: `update ${S}.jobs j set state = ${RESERVED}, node = $1, conn = $2, deadline = now() + j.ttr_ms * ${MS},
-        reserves = j.reserves + 1, buried_seq = null
-      where j.id = $3 and j.state <> ${RESERVED} returning ${OUT}`,
+    /** reserve-job $3 for node $1 connection $2 (flow_statements.ts: counted under its tube's limits). */
+    reserveJob: reserveJobCounted(S),
     /** release $3 (held by $1/$2) with pri $4 and delay $5 s. */
     release: `update ${S}.jobs j set state = case when $5::int8 > 0 then ${DELAYED} else ${READY} end, pri = $4::int8,
         delay_ms = $5::int8 * 1000, ready_at = now() + $5::int8 * 1000 * ${MS}, releases = j.releases + 1,
