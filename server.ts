@@ -8,7 +8,14 @@ import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, un
 import { type Config, HTTP_TOKEN_ENV, parseConfig, PG_URL_ENV, USAGE } from "./front/config.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { VERSION } from "./core/version.ts";
-import { formatAddress, listen, listenFailure, runtimeLabel, type TlsMaterial } from "./adapters/listen.ts";
+import {
+  formatAddress,
+  Listeners,
+  listenFailure,
+  type Listening,
+  runtimeLabel,
+  type TlsMaterial,
+} from "./adapters/listen.ts";
 import { loadTls } from "./front/tls_files.ts";
 import { WalOpenError } from "./core/memory/binlog/open.ts";
 import { type Opened, openService } from "./front/open.ts";
@@ -183,8 +190,8 @@ async function main(args: string[]): Promise<void> {
   if (importFailed !== undefined) fail(importFailed, 10);
   const svc = opened.service;
   if ("path" in config.listen) prepareUnixPath(config.listen.path, log, fail);
-  let listening: Awaited<ReturnType<typeof listen>> | undefined;
-  let tlsListening: Awaited<ReturnType<typeof listen>> | undefined;
+  let listening: Listening | undefined;
+  let tlsListening: Listening | undefined;
   let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
   let stopping = false;
   const stop = (signal: string) => {
@@ -212,14 +219,15 @@ async function main(args: string[]): Promise<void> {
 
   // Without --tls, the -l/-p listener itself is the TLS one (see TlsConfig.listen).
   const tlsBeside = config.tls?.listen;
+  const listeners = new Listeners();
   try {
-    listening = await listen(svc, config.listen, { tls: tlsBeside ? undefined : tls });
+    listening = await listeners.listen(svc, config.listen, { tls: tlsBeside ? undefined : tls });
   } catch (e) {
     fail(`cannot listen on ${(e as Error).message ?? e}`, 111);
   }
   if (tlsBeside) {
     try {
-      tlsListening = await listen(svc, tlsBeside, { tls });
+      tlsListening = await listeners.listen(svc, tlsBeside, { tls });
     } catch (e) {
       fail(`cannot listen for TLS on ${(e as Error).message ?? e}`, 111);
     }
