@@ -127,7 +127,7 @@ function exportCommand(args: string[]): never {
   } catch (e) {
     quit(`cannot create ${parsed.out}: ${(e as Error).message}`, 1);
   }
-  const r = exportBinlog(parsed.dir, parsed.out, nodeFiles, (m) => console.error(`${PREFIX}: ${m}`), Date.now());
+  const r = exportBinlog(parsed.dir, parsed.out, nodeFiles(), (m) => console.error(`${PREFIX}: ${m}`), Date.now());
   if (r.kind === "failed") quit(r.message, r.locked ? 10 : 1);
   for (const line of r.lines) console.log(line);
   process.exit(0);

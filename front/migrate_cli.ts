@@ -48,7 +48,7 @@ export async function migrateCommand(args: string[]): Promise<never> {
     say(`cannot use PostgreSQL at ${target}: ${(e as Error).message ?? e}`);
     process.exit(EXIT.database);
   }
-  const env = { files: nodeFiles, sql, target, say, nowWallMs: () => Date.now() };
+  const env = { files: nodeFiles(), sql, target, say, nowWallMs: () => Date.now() };
   let outcome: MigrateOutcome;
   try {
     if (parsed.kind === "in") outcome = await migrateIn(env, parsed.dir, parsed.schema, parsed.merge);
