@@ -41,6 +41,8 @@ export type {
   ListState,
   LogHealth,
   LogStats,
+  NewJob,
+  NewJobAt,
   PutResult,
   Refusal,
   RetryPolicy,
@@ -48,6 +50,7 @@ export type {
   TubeSnapshot,
   TubeState,
   TubeStats,
+  UniqueJob,
   WaitEnd,
   Wake,
 } from "./core/engine.ts";
