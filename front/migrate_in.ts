@@ -5,7 +5,7 @@ import type { JobRecord } from "../core/memory/wal.ts";
 import type { Sql } from "../core/pg/sql.ts";
 import { sqlState } from "../core/pg/sql.ts";
 import { BURIED, DELAYED, migrate, READY } from "../core/pg/schema.ts";
-import { jobsOfDir } from "../core/memory/beanstalkd_log/export.ts";
+import { type DirJobs, jobsOfDir } from "../core/memory/beanstalkd_log/export.ts";
 import type { RetryPolicy } from "../core/engine.ts";
 import {
   BATCH_BYTES,
@@ -52,44 +52,9 @@ export async function migrateIn(
     }
     let refused: string | undefined;
     try {
-      await env.sql.transaction(async (tx) => {
-        // puts and deletes of any node wait until this commits; readers go on
-        await tx.query(`lock table ${schema}.jobs in exclusive mode`);
-        const live = await liveNodes(tx, schema);
-        if (live > 0) {
-          refused = `${live} tubeway node(s) are serving schema ${schema} at ${env.target}: stop them first ` +
-            `(they hold id blocks the migrated ids could collide with)`;
-          return;
-        }
-        const [had] = await tx.query(`select count(*)::float8 as n from ${schema}.jobs`);
-        if (Number(had?.n ?? 0) > 0 && !merge) {
-          refused = `schema ${schema} at ${env.target} already holds ${had!.n} jobs: give an empty schema ` +
-            `(--pg-schema), or --merge to add these`;
-          return;
-        }
-        await insertJobs(tx, schema, jobs, now);
-        // read.policies holds the log's PolicyRecords (core/memory/binlog/codec.ts): RetryPolicy's fields
-        await insertPolicies(tx, schema, read.policies as ReadonlyMap<string, RetryPolicy>);
-        if (read.maxId > 0) {
-          // the next block starts past every migrated id (after setval(v), nextval gives v + ID_BLOCK),
-          // and never before the next one the sequence would have given
-          await tx.query(
-            `select setval('${schema}.job_ids', greatest($1::int8,
-              (select case when is_called then last_value else 0 end from ${schema}.job_ids)))`,
-            [read.maxId],
-          );
-        }
-      });
+      refused = await env.sql.transaction((tx) => copyIn(env, tx, schema, merge, read, jobs, now));
     } catch (e) {
-      if (sqlState(e) === "23505" && (e as { constraint_name?: string }).constraint_name === "jobs_ukey") {
-        const detail = (e as { detail?: string }).detail ?? "";
-        return fail("refused", `a put-unique key is in both ${dir} and schema ${schema}: ${detail || errorText(e)}`);
-      }
-      if (sqlState(e) === "23505") {
-        const detail = (e as { detail?: string }).detail ?? "";
-        return fail("refused", `a job id is in both ${dir} and schema ${schema}: ${detail || errorText(e)}`);
-      }
-      return dbFailure(env, e, true);
+      return clash(e, dir, schema) ?? dbFailure(env, e, true);
     }
     if (refused) return fail("refused", refused);
     return {
@@ -103,6 +68,54 @@ export async function migrateIn(
   } finally {
     lock.release();
   }
+}
+
+/**
+ * In the transaction: the jobs, the policies and the id sequence, unless nodes serve the
+ * schema or (without --merge) it holds jobs already; then why not, and nothing is written.
+ */
+async function copyIn(
+  env: MigrateEnv,
+  tx: Sql,
+  schema: string,
+  merge: boolean,
+  read: DirJobs,
+  jobs: readonly JobRecord[],
+  now: number,
+): Promise<string | undefined> {
+  // puts and deletes of any node wait until this commits; readers go on
+  await tx.query(`lock table ${schema}.jobs in exclusive mode`);
+  const live = await liveNodes(tx, schema);
+  if (live > 0) {
+    return `${live} tubeway node(s) are serving schema ${schema} at ${env.target}: stop them first ` +
+      `(they hold id blocks the migrated ids could collide with)`;
+  }
+  const [had] = await tx.query(`select count(*)::float8 as n from ${schema}.jobs`);
+  if (Number(had?.n ?? 0) > 0 && !merge) {
+    return `schema ${schema} at ${env.target} already holds ${had!.n} jobs: give an empty schema ` +
+      `(--pg-schema), or --merge to add these`;
+  }
+  await insertJobs(tx, schema, jobs, now);
+  // read.policies holds the log's PolicyRecords (core/memory/binlog/codec.ts): RetryPolicy's fields
+  await insertPolicies(tx, schema, read.policies as ReadonlyMap<string, RetryPolicy>);
+  if (read.maxId > 0) {
+    // the next block starts past every migrated id (after setval(v), nextval gives v + ID_BLOCK),
+    // and never before the next one the sequence would have given
+    await tx.query(
+      `select setval('${schema}.job_ids', greatest($1::int8,
+        (select case when is_called then last_value else 0 end from ${schema}.job_ids)))`,
+      [read.maxId],
+    );
+  }
+  return undefined;
+}
+
+/** A job id or a put-unique key in both the directory and the schema (a unique violation): refused. */
+function clash(e: unknown, dir: string, schema: string): MigrateOutcome | undefined {
+  if (sqlState(e) !== "23505") return undefined;
+  const detail = (e as { detail?: string }).detail || errorText(e);
+  const what = (e as { constraint_name?: string }).constraint_name === "jobs_ukey" ? "a put-unique key" : "a job id";
+  return fail("refused", `${what} is in both ${dir} and schema ${schema}: ${detail}`);
 }
 
 /**
