@@ -2,28 +2,26 @@
 // and bounded (adapters/bun.ts hands every read over here).
 //
 // Bun hands over all that the kernel has queued, up to 512 KB per read, so pausing alone
-// does not bound what a client makes us hold (issue 21: clients that wrote and never
-// read took Bun to 1.9 GB). A chunk is pushed PIECE bytes at a time while the connection
-// wants input; what it does not want yet is held here (views of Bun's chunks), and fed
-// to it when it asks again; the socket stays paused until all of it went. So a client
-// makes us hold at most what Bun read before the pause took effect: one read, all that
-// the kernel had queued (the TCP receive window, 90-128 KB for a client that never read
-// here; up to 512 KB). A client that reads none of its replies for STUCK_MS while more
-// than HOLD_MAX of its input is held is dropped: beanstalkd's bound is its fixed buffers
-// (it reads no command while a reply waits), and a client that reads nothing has nothing
-// more to get. That bounds one client, not a thousand at once: 1,000 such clients held
-// ~100 MB of first reads within half a second (issue 21). So the input held by all
-// connections has a budget, HELD_BUDGET: past it, connections that hold more than
-// HOLD_MAX and none of whose held input has gone in (nor refused replies been taken) for
-// STALL_MS are dropped at once, the longest stalled first. A client with at most
-// HOLD_MAX of commands written ahead of its replies is never dropped. One that writes
-// more ahead and reads slowly lets its held input in only as its replies go, and for its
-// first second or so looks like one that never reads (the kernel takes ~2 MB of replies
-// even from that one, so neither is refused a write): under a flood past the budget it
-// may be dropped. The chunks a dropped client held are freed at once (detached), not
-// left to the garbage collector, which in a server that allocates little ran seldom
-// enough to keep 100 MB of them for seconds.
-// Drops are logged at most once a second (the others counted into the next line).
+// does not bound what a client makes us hold (clients that wrote and never read grew Bun
+// without bound). A chunk is pushed PIECE bytes at a time while the connection wants
+// input; what it does not want yet is held here (views of Bun's chunks), and fed to it
+// when it asks again; the socket stays paused until all of it went. So a client makes us
+// hold at most what Bun read before the pause took effect: one read, all that the kernel
+// had queued (the TCP receive window). A client that reads none of its replies for
+// STUCK_MS while more than HOLD_MAX of its input is held is dropped: beanstalkd's bound
+// is its fixed buffers (it reads no command while a reply waits), and a client that reads
+// nothing has nothing more to get. That bounds one client, not a thousand at once. So the
+// input held by all connections has a budget, HELD_BUDGET: past it, connections that hold
+// more than HOLD_MAX and none of whose held input has gone in (nor refused replies been
+// taken) for STALL_MS are dropped at once, the longest stalled first. A client with at
+// most HOLD_MAX of commands written ahead of its replies is never dropped. One that
+// writes more ahead and reads slowly lets its held input in only as its replies go, and
+// for its first second or so looks like one that never reads (the kernel takes megabytes
+// of replies even from that one, so neither is refused a write): under a flood past the
+// budget it may be dropped. The chunks a dropped client held are freed at once
+// (detached), not left to the garbage collector, which in a server that allocates little
+// runs seldom enough to keep them for seconds. Drops are logged at most once a second
+// (the others counted into the next line). The figures: docs/reliability.md (Input).
 import type { Service } from "../protocol/service.ts";
 import type { Connection } from "../protocol/connection.ts";
 
@@ -168,7 +166,7 @@ export class InputBudget {
     while (off < chunk.length && takes(conn)) {
       const end = Math.min(chunk.length, off + PIECE);
       // The usual read is one piece: pushed whole, no view of it (Bun's chunk is a Buffer,
-      // whose subarray() goes through its species constructor: 9% of the CPU at one put per read).
+      // whose subarray() goes through its species constructor, which showed in profiles).
       conn.push(off === 0 && end === chunk.length ? chunk : chunk.subarray(off, end));
       off = end;
     }

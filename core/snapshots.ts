@@ -90,7 +90,7 @@ export interface TubeStats {
   policy?: RetryPolicy;
 }
 
-/** A tube's retry policy (issue 19): set-dlq's limit and dead-letter tube, set-backoff's delays. */
+/** A tube's retry policy (docs/extensions.md): set-dlq's limit and dead-letter tube, set-backoff's delays. */
 export interface RetryPolicy {
   /** Attempts (reservations ended by a release or a TTR timeout) before the job is dead-lettered; 0: no limit. */
   maxAttempts: number;
