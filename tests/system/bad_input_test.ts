@@ -19,7 +19,17 @@ import { existsSync, readFileSync } from "node:fs";
 import { RUNTIME, skipUnless } from "../harness/paths.ts";
 import { beanstalkd, binary, bunServer, denoServer, inProcess, type Running, type Target } from "../harness/targets.ts";
 import { openSocket, type Wire } from "../harness/wire.ts";
-import { Conns, eventually, jobReply, list, putId, stats, statsTube, tubeName, waitersOn } from "./wire_suite.ts";
+import {
+  Conns,
+  eventually,
+  jobReply,
+  list,
+  putId,
+  stats,
+  statsTube,
+  tubeName,
+  waitersOn,
+} from "../harness/wire_checks.ts";
 
 const B = "BAD_FORMAT\r\n";
 const U = "UNKNOWN_COMMAND\r\n";
