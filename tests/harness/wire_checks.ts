@@ -27,6 +27,20 @@ export function tubeName(prefix: string): string {
   return `${prefix}.${++seq}`;
 }
 
+/** `w` watches `tube` alone (it ignores default). */
+export async function watchOnly(w: Wire, tube: string): Promise<void> {
+  await w.cmd(`watch ${tube}`);
+  await w.cmd("ignore default");
+}
+
+/** A fresh tube that `w` uses and watches alone. */
+export async function onlyTube(w: Wire, prefix: string): Promise<string> {
+  const t = tubeName(prefix);
+  await w.cmd(`use ${t}`);
+  await watchOnly(w, t);
+  return t;
+}
+
 /** put and return the new job id (asserting INSERTED). */
 export async function putId(w: Wire, body: string, pri = 0, delay = 0, ttr = 60): Promise<number> {
   const r = await w.put(body, pri, delay, ttr);

@@ -1,7 +1,7 @@
 // The wire suite's tests of what a worker does with a job (delete, release, bury, kick, kick-job, touch), pause-
 // tube, quit.
 import assert from "node:assert/strict";
-import { jobReply, putId, statsJob, statsTube, tubeName } from "../../harness/wire_checks.ts";
+import { jobReply, onlyTube, putId, statsJob, statsTube, tubeName } from "../../harness/wire_checks.ts";
 import type { WireContext } from "./context.ts";
 
 /** Register them, in this order. */
@@ -10,10 +10,7 @@ export function jobCommandTests({ it, session }: WireContext): void {
     session(async (c) => {
       const a = await c.dial();
       const b = await c.dial();
-      const t = tubeName("del");
-      await a.cmd(`use ${t}`);
-      await a.cmd(`watch ${t}`);
-      await a.cmd("ignore default");
+      await onlyTube(a, "del");
       const res = await putId(a, "res");
       assert.equal(await a.cmd("reserve"), jobReply("RESERVED", res, "res"));
       const ready = await putId(a, "ready");
@@ -37,10 +34,7 @@ export function jobCommandTests({ it, session }: WireContext): void {
     session(async (c) => {
       const a = await c.dial();
       const b = await c.dial();
-      const t = tubeName("rel");
-      await a.cmd(`use ${t}`);
-      await a.cmd(`watch ${t}`);
-      await a.cmd("ignore default");
+      await onlyTube(a, "rel");
       const id = await putId(a, "r", 10);
       assert.equal(await a.cmd(`release ${id} 1 0`), "NOT_FOUND\r\n", "not reserved yet");
       assert.equal(await a.cmd("reserve"), jobReply("RESERVED", id, "r"));
@@ -67,10 +61,7 @@ export function jobCommandTests({ it, session }: WireContext): void {
   it("bury, peek-buried (oldest-buried first), kick prefers buried over delayed, kick-job", () =>
     session(async (c) => {
       const w = await c.dial();
-      const t = tubeName("bury");
-      await w.cmd(`use ${t}`);
-      await w.cmd(`watch ${t}`);
-      await w.cmd("ignore default");
+      await onlyTube(w, "bury");
       const x1 = await putId(w, "x1");
       const x2 = await putId(w, "x2");
       const d = await putId(w, "d", 0, 100);
@@ -122,10 +113,7 @@ export function jobCommandTests({ it, session }: WireContext): void {
     session(async (c) => {
       const a = await c.dial();
       const b = await c.dial();
-      const t = tubeName("touch");
-      await a.cmd(`use ${t}`);
-      await a.cmd(`watch ${t}`);
-      await a.cmd("ignore default");
+      await onlyTube(a, "touch");
       const id = await putId(a, "t", 0, 0, 100);
       assert.equal(await a.cmd(`touch ${id}`), "NOT_FOUND\r\n", "not reserved");
       assert.equal(await a.cmd("reserve"), jobReply("RESERVED", id, "t"));
@@ -143,10 +131,7 @@ export function jobCommandTests({ it, session }: WireContext): void {
   it("pause-tube: PAUSED/NOT_FOUND, reserve skips a paused tube, peek and reserve-job do not", () =>
     session(async (c) => {
       const w = await c.dial();
-      const t = tubeName("pause");
-      await w.cmd(`use ${t}`);
-      await w.cmd(`watch ${t}`);
-      await w.cmd("ignore default");
+      const t = await onlyTube(w, "pause");
       const id = await putId(w, "p");
       assert.equal(await w.cmd(`pause-tube ${t} 100`), "PAUSED\r\n");
       const st = await statsTube(w, t);

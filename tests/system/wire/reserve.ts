@@ -1,6 +1,6 @@
 // The wire suite's tests of reserve, reserve-with-timeout and reserve-job.
 import assert from "node:assert/strict";
-import { jobReply, putId, statsJob, timed, tubeName } from "../../harness/wire_checks.ts";
+import { jobReply, onlyTube, putId, statsJob, timed, tubeName } from "../../harness/wire_checks.ts";
 import type { WireContext } from "./context.ts";
 
 /** Register them, in this order. */
@@ -8,10 +8,7 @@ export function reserveTests({ it, session }: WireContext): void {
   it("reserve and reserve-with-timeout: RESERVED at once, TIMED_OUT at once for 0, errors", () =>
     session(async (c) => {
       const w = await c.dial();
-      const t = tubeName("res");
-      await w.cmd(`use ${t}`);
-      await w.cmd(`watch ${t}`);
-      await w.cmd("ignore default");
+      await onlyTube(w, "res");
       const id = await putId(w, "job body");
       assert.equal(await w.cmd("reserve"), jobReply("RESERVED", id, "job body"));
       const sj = await statsJob(w, id);

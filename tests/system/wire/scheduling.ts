@@ -2,7 +2,16 @@
 // of waiters, a holder that goes.
 import assert from "node:assert/strict";
 import type { Wire } from "../../harness/wire.ts";
-import { eventually, jobReply, putId, statsJob, tubeName, waitersOn } from "../../harness/wire_checks.ts";
+import {
+  eventually,
+  jobReply,
+  onlyTube,
+  putId,
+  statsJob,
+  tubeName,
+  waitersOn,
+  watchOnly,
+} from "../../harness/wire_checks.ts";
 import type { WireContext } from "./context.ts";
 
 /** Register them, in this order. */
@@ -38,12 +47,8 @@ export function schedulingTests({ it, session, v112 }: WireContext): void {
     session(async (c) => {
       const h = await c.dial();
       const w = await c.dial();
-      const t = tubeName("wake");
-      await h.cmd(`use ${t}`);
-      await h.cmd(`watch ${t}`);
-      await h.cmd("ignore default");
-      await w.cmd(`watch ${t}`);
-      await w.cmd("ignore default");
+      const t = await onlyTube(h, "wake");
+      await watchOnly(w, t);
       // put
       w.send("reserve\r\n");
       await waitersOn(h, t, 1);
@@ -97,8 +102,7 @@ export function schedulingTests({ it, session, v112 }: WireContext): void {
         const workers: Wire[] = [];
         for (let i = 0; i < 4; i++) {
           const w = await c.dial();
-          await w.cmd(`watch ${t}`);
-          await w.cmd("ignore default");
+          await watchOnly(w, t);
           w.send("reserve\r\n");
           await waitersOn(p, t, i + 1);
           workers.push(w);
@@ -122,12 +126,10 @@ export function schedulingTests({ it, session, v112 }: WireContext): void {
       const id = await putId(p, "survivor");
       for (const how of ["close", "quit"]) {
         const holder = await c.dial();
-        await holder.cmd(`watch ${t}`);
-        await holder.cmd("ignore default");
+        await watchOnly(holder, t);
         assert.equal(await holder.cmd("reserve"), jobReply("RESERVED", id, "survivor"));
         const w = await c.dial();
-        await w.cmd(`watch ${t}`);
-        await w.cmd("ignore default");
+        await watchOnly(w, t);
         w.send("reserve\r\n");
         await waitersOn(p, t, 1);
         if (how === "close") holder.close();

@@ -2,7 +2,17 @@
 // (concurrently, so a target takes seconds, not tens).
 import assert from "node:assert/strict";
 import type { Wire } from "../../harness/wire.ts";
-import { jobReply, putId, sleep, stats, statsJob, statsTube, timed, tubeName } from "../../harness/wire_checks.ts";
+import {
+  jobReply,
+  onlyTube,
+  putId,
+  sleep,
+  stats,
+  statsJob,
+  statsTube,
+  timed,
+  watchOnly,
+} from "../../harness/wire_checks.ts";
 import type { WireContext } from "./context.ts";
 
 /** Register them, in this order. */
@@ -14,10 +24,7 @@ export function timingTests({ it, session, v112 }: WireContext): void {
       /** A connection using and watching (only) a fresh tube. */
       const onTube = async (prefix: string): Promise<[Wire, string]> => {
         const w = await c.dial();
-        const t = tubeName(prefix);
-        await w.cmd(`use ${t}`);
-        await w.cmd(`watch ${t}`);
-        await w.cmd("ignore default");
+        const t = await onlyTube(w, prefix);
         return [w, t];
       };
 
@@ -42,8 +49,7 @@ export function timingTests({ it, session, v112 }: WireContext): void {
         assert.equal(await holder.cmd("reserve"), jobReply("RESERVED", id, "slow"));
         const t0 = Date.now();
         const other = await c.dial();
-        await other.cmd(`watch ${t}`);
-        await other.cmd("ignore default");
+        await watchOnly(other, t);
         const got = other.cmd("reserve-with-timeout 5", 6000);
         if (v112) {
           // 1.12's TTR race (spec §4.4, issues #262/#380) can leave the job reserved
