@@ -1,4 +1,4 @@
-// The in-memory engine's extension commands (issue 19; docs/extensions.md): empty or
+// The in-memory engine's extension commands (docs/extensions.md): empty or
 // kick a whole tube, peek at a named tube, put at an absolute time, unique puts, and
 // retry policies (dead letters, backoff). They change state only through the Store's
 // primitives, like the stock commands (core/memory/queue.ts), and log every change first.

@@ -62,7 +62,7 @@ export class Queue extends QueueViews implements Engine {
 
   /** Jobs, tubes, the schedule, waiting clients and the log, with the moves that keep them consistent. */
   protected readonly s: Store;
-  /** The extension commands (issue 19), on the same store. */
+  /** The extension commands (docs/extensions.md), on the same store. */
   protected readonly x: Extensions;
   #nextId = 1;
   #draining = false;
@@ -113,8 +113,8 @@ export class Queue extends QueueViews implements Engine {
     const tube = c.use;
     const delaySec = job.delaySec;
     const j = s.newJob(tube, job.pri, delaySec * 1000, job.ttrSec, job.body, job.id, now);
-    // Store.insert's steps, inline: on the stock hot path the call measured ~8% of a
-    // put + reserve + delete cycle on Bun (the extensions' puts use Store.insert).
+    // Store.insert's steps, inline: on the stock hot path the call was a noticeable part
+    // of a put + reserve + delete cycle on Bun (the extensions' puts use Store.insert).
     if (s.logging && !s.logFull(j, now)) return "OUT_OF_MEMORY";
     s.jobs.set(j);
     tube.totalJobs++;

@@ -62,7 +62,7 @@ function buriedLast(jobs: JobRecord[]): JobRecord[] {
 }
 
 /**
- * What the extensions (issue 19) kept that the target (beanstalkd's format, or the
+ * What the extensions (docs/extensions.md) kept that the target (beanstalkd's format, or the
  * PostgreSQL engine for migrate) cannot: one line each, none when nothing.
  */
 export function dropped(

@@ -22,7 +22,7 @@
 //     ready. Delayed keeps its absolute deadline. No size check against -z: a job
 //     that was accepted is replayed whatever -z is now (beanstalkd's off-by-two
 //     check loses jobs of the maximum size and everything after them).
-//   * Extensions (issue 19): a full record with extensions (kind 4) is a full record
+//   * Extensions (docs/extensions.md): a full record with extensions (kind 4) is a full record
 //     that also carries a key and an origin; a purge (kind 5) deletes each job it
 //     lists; a tube policy (kind 6) replaces the tube's policy (all zero: removes it).
 //   * Buried jobs come back ordered by the bury order stored in their records
