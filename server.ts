@@ -5,10 +5,17 @@
 //   bun run server.ts -p 11300
 import process from "node:process";
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync } from "node:fs";
-import { type Config, HTTP_TOKEN_ENV, parseConfig, PG_URL_ENV, USAGE } from "./front/config.ts";
+import { type Config, HTTP_TOKEN_ENV, parseConfig, PG_URL_ENV, type TlsConfig, USAGE } from "./front/config.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { VERSION } from "./core/version.ts";
-import { formatAddress, listen, listenFailure, runtimeLabel, type TlsMaterial } from "./adapters/listen.ts";
+import {
+  formatAddress,
+  Listeners,
+  listenFailure,
+  type Listening,
+  runtimeLabel,
+  type TlsMaterial,
+} from "./adapters/listen.ts";
 import { loadTls } from "./front/tls_files.ts";
 import { WalOpenError } from "./core/memory/binlog/open.ts";
 import { type Opened, openService } from "./front/open.ts";
@@ -16,6 +23,7 @@ import { openPgService, PgOpenError } from "./front/open_pg.ts";
 import { pgTarget } from "./adapters/pg_client.ts";
 import { serveHttp } from "./adapters/http.ts";
 import { httpHandler } from "./protocol/http/handler.ts";
+import type { Service } from "./protocol/service.ts";
 import { nodeFiles } from "./adapters/files_node.ts";
 import { EXPORT_USAGE, exportBinlog, parseExportArgs } from "./core/memory/beanstalkd_log/export.ts";
 import { migrateCommand } from "./front/migrate_cli.ts";
@@ -130,15 +138,14 @@ function exportCommand(args: string[]): never {
   } catch (e) {
     quit(`cannot create ${parsed.out}: ${(e as Error).message}`, 1);
   }
-  const r = exportBinlog(parsed.dir, parsed.out, nodeFiles, (m) => console.error(`${PREFIX}: ${m}`), Date.now());
+  const r = exportBinlog(parsed.dir, parsed.out, nodeFiles(), (m) => console.error(`${PREFIX}: ${m}`), Date.now());
   if (r.kind === "failed") quit(r.message, r.locked ? 10 : 1);
   for (const line of r.lines) console.log(line);
   process.exit(0);
 }
 
-async function main(args: string[]): Promise<void> {
-  if (args[0] === "export-binlog") exportCommand(args.slice(1));
-  if (args[0] === "migrate") await migrateCommand(args.slice(1));
+/** The flags as a Config; -h, -v and usage errors print and exit here. */
+function configOrExit(args: string[]): Config {
   const env = Object.fromEntries(
     [HTTP_TOKEN_ENV, PG_URL_ENV, "LISTEN_FDS", "LISTEN_PID"].map((name) => [name, envVar(name)]),
   );
@@ -155,26 +162,19 @@ async function main(args: string[]): Promise<void> {
       if (parsed.usage) process.stderr.write(USAGE);
       return process.exit(parsed.exitCode);
   }
-  const config: Config = parsed.config;
-  const log = createLogger({
-    format: config.logFormat,
-    now: () => Date.now(),
-    out: (l) => console.log(l),
-    err: (l) => console.error(l),
-  });
-  const fail: Fail = (message, code) => {
-    log.error(message, { exit: code });
-    process.exit(code);
-  };
-  for (const w of config.warnings) log.warn(w);
+  return parsed.config;
+}
 
-  let tls: TlsMaterial | undefined;
-  if (config.tls) {
-    const loaded = loadTls(config.tls);
-    if (!loaded.ok) fail(loaded.error, EXIT_TLS_FILES);
-    for (const w of loaded.warnings) log.warn(w);
-    tls = loaded.material;
-  }
+/** The --tls-* files, read now (exit 78 when they cannot be used). */
+function tlsOrFail(files: TlsConfig, log: Logger, fail: Fail): TlsMaterial {
+  const loaded = loadTls(files);
+  if (!loaded.ok) fail(loaded.error, EXIT_TLS_FILES);
+  for (const w of loaded.warnings) log.warn(w);
+  return loaded.material;
+}
+
+/** The service on its engine, with a beanstalkd directory's jobs imported (exit 10 or 69 when it cannot be). */
+async function openOrFail(config: Config, log: Logger, fail: Fail): Promise<Opened> {
   let opened: Opened;
   try {
     const how = {
@@ -191,19 +191,26 @@ async function main(args: string[]): Promise<void> {
   // a directory beanstalkd wrote: its jobs come over once, on disk before anything is served
   const importFailed = await opened.imported;
   if (importFailed !== undefined) fail(importFailed, 10);
-  const svc = opened.service;
-  if ("path" in config.listen) prepareUnixPath(config.listen.path, log, fail);
-  let listening: Awaited<ReturnType<typeof listen>> | undefined;
-  let tlsListening: Awaited<ReturnType<typeof listen>> | undefined;
-  let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
+  return opened;
+}
+
+/** What serves: set as each is bound, so that a signal meanwhile closes what there is. */
+interface Served {
+  listening?: Listening;
+  tlsListening?: Listening;
+  http?: Awaited<ReturnType<typeof serveHttp>>;
+}
+
+/** SIGTERM and SIGINT stop the server cleanly; SIGUSR1 drains it. */
+async function onSignals(config: Config, log: Logger, opened: Opened, served: Served): Promise<void> {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     if (config.verbose > 0) log.info(`${signal}: shutting down`);
-    listening?.close();
-    tlsListening?.close();
-    void http?.close();
+    served.listening?.close();
+    served.tlsListening?.close();
+    void served.http?.close();
     opened.close();
     // --pg: let the turns under way commit and the lease end (bounded: a dead database must not hold us).
     const closed = opened.closed?.() ?? Promise.resolve();
@@ -217,19 +224,24 @@ async function main(args: string[]): Promise<void> {
   onSignal("SIGUSR1", () => {
     closeInspector();
     if (config.verbose > 0) log.info("SIGUSR1: entering drain mode");
-    svc.drain();
+    opened.service.drain();
   });
+}
 
+/** Bind the protocol's listeners and the HTTP side port (exit 111 when one cannot be); the -l/-p one. */
+async function serve(served: Served, svc: Service, config: Config, tls: TlsMaterial | undefined, fail: Fail) {
   // Without --tls, the -l/-p listener itself is the TLS one (see TlsConfig.listen).
   const tlsBeside = config.tls?.listen;
+  const listeners = new Listeners();
+  let listening: Listening;
   try {
-    listening = await listen(svc, config.listen, { tls: tlsBeside ? undefined : tls });
+    listening = served.listening = await listeners.listen(svc, config.listen, { tls: tlsBeside ? undefined : tls });
   } catch (e) {
     fail(`cannot listen on ${(e as Error).message ?? e}`, 111);
   }
   if (tlsBeside) {
     try {
-      tlsListening = await listen(svc, tlsBeside, { tls });
+      served.tlsListening = await listeners.listen(svc, tlsBeside, { tls });
     } catch (e) {
       fail(`cannot listen for TLS on ${(e as Error).message ?? e}`, 111);
     }
@@ -237,38 +249,67 @@ async function main(args: string[]): Promise<void> {
   if (config.http) {
     // bound before -u drops privileges, like the protocol port
     try {
-      http = await serveHttp(httpHandler(svc, { token: config.httpToken, version: VERSION }), config.http);
+      served.http = await serveHttp(httpHandler(svc, { token: config.httpToken, version: VERSION }), config.http);
     } catch (e) {
       fail(`cannot listen on --http ${await listenFailure(config.http, e)}`, 111);
     }
   }
-  for (const l of [listening, tlsListening]) {
+  for (const l of [served.listening, served.tlsListening]) {
     l?.failed.then((e) => fail(`listener failed, no new clients can connect: ${e.message}`, 1));
   }
-  if (config.verbose > 0) {
-    const plain = tls && !tlsBeside ? undefined : listening.address;
-    const secure = tlsListening?.address ?? (tls ? listening.address : undefined);
-    log.info("listening", {
-      plain: plain ? formatAddress(plain) : "off",
-      tls: secure ? formatAddress(secure) : "off",
-      "client-certs": tls?.ca !== undefined ? "required" : undefined,
-      // only with --http, so the line stays as it was without it
-      http: http ? formatAddress(http.address) : undefined,
-      "http-actions": http ? (config.httpToken ? "token" : "off") : undefined,
-      runtime: runtimeLabel(),
-      binlog: config.binlogDir ?? "off",
-      pg: config.pg ? `${pgTarget(config.pg.url || undefined)} schema ${config.pg.schema}` : undefined,
-      fsync: config.binlogDir === undefined
-        ? undefined
-        : config.fsyncMs === "never"
-        ? "never"
-        : config.fsyncMs === 0
-        ? "always"
-        : `${config.fsyncMs}ms`,
-      "log-format": config.logFormat,
-      pid: process.pid,
-    });
-  }
+  return listening;
+}
+
+/** -V's `listening` line: where and how the server serves. */
+function logListening(log: Logger, config: Config, tls: TlsMaterial | undefined, listening: Listening, served: Served) {
+  const tlsBeside = config.tls?.listen;
+  const plain = tls && !tlsBeside ? undefined : listening.address;
+  const secure = served.tlsListening?.address ?? (tls ? listening.address : undefined);
+  const http = served.http;
+  log.info("listening", {
+    plain: plain ? formatAddress(plain) : "off",
+    tls: secure ? formatAddress(secure) : "off",
+    "client-certs": tls?.ca !== undefined ? "required" : undefined,
+    // only with --http, so the line stays as it was without it
+    http: http ? formatAddress(http.address) : undefined,
+    "http-actions": http ? (config.httpToken ? "token" : "off") : undefined,
+    runtime: runtimeLabel(),
+    binlog: config.binlogDir ?? "off",
+    pg: config.pg ? `${pgTarget(config.pg.url || undefined)} schema ${config.pg.schema}` : undefined,
+    fsync: config.binlogDir === undefined
+      ? undefined
+      : config.fsyncMs === "never"
+      ? "never"
+      : config.fsyncMs === 0
+      ? "always"
+      : `${config.fsyncMs}ms`,
+    "log-format": config.logFormat,
+    pid: process.pid,
+  });
+}
+
+async function main(args: string[]): Promise<void> {
+  if (args[0] === "export-binlog") exportCommand(args.slice(1));
+  if (args[0] === "migrate") await migrateCommand(args.slice(1));
+  const config = configOrExit(args);
+  const log = createLogger({
+    format: config.logFormat,
+    now: () => Date.now(),
+    out: (l) => console.log(l),
+    err: (l) => console.error(l),
+  });
+  const fail: Fail = (message, code) => {
+    log.error(message, { exit: code });
+    process.exit(code);
+  };
+  for (const w of config.warnings) log.warn(w);
+  const tls = config.tls ? tlsOrFail(config.tls, log, fail) : undefined;
+  const opened = await openOrFail(config, log, fail);
+  if ("path" in config.listen) prepareUnixPath(config.listen.path, log, fail);
+  const served: Served = {};
+  await onSignals(config, log, opened, served);
+  const listening = await serve(served, opened.service, config, tls, fail);
+  if (config.verbose > 0) logListening(log, config, tls, listening, served);
   if (config.user) {
     becomeUser(config.user, fail);
     if (config.binlogDir !== undefined) checkWritable(config.binlogDir, config.user, fail);

@@ -207,9 +207,9 @@ export async function listenDeno(
       serve(conn);
       // Deno completes an accept at once while connections are queued: without a yield,
       // a thousand clients arriving together would each get their first batch served
-      // before anyone else's socket is polled (see sliced_turns.ts). Measured with 1,000
-      // peek flooders: one accept per yield kept another client within 50 ms, eight
-      // let it wait 0.4-0.6 s.
+      // before anyone else's socket is polled (see sliced_turns.ts): one accept per yield
+      // keeps another client's wait beside a thousand flooders short, a few per yield do
+      // not (docs/benchmark.md, Measurements behind the code).
       await svc.afterIO();
     }
   })();

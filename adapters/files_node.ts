@@ -204,8 +204,13 @@ function breakStaleLock(path: string, stale: LockInfo): void {
   fs.unlinkSync(aside);
 }
 
-/** node:fs-backed Files; `spares`: the open files holding preallocated zero blocks. */
-function newNodeFiles(spares: Spares): Files {
+/**
+ * node:fs-backed Files for the real server. The files it opens with preallocated zero
+ * blocks give their zero tails back to each other when the disk is full: use one for all
+ * the files of a log.
+ */
+export function nodeFiles(): Files {
+  const spares = new Spares();
   return {
     list(dir) {
       return fs.readdirSync(dir);
@@ -259,6 +264,3 @@ function newNodeFiles(spares: Spares): Files {
     lock: takeLock,
   };
 }
-
-/** node:fs-backed Files for the real server. */
-export const nodeFiles: Files = newNodeFiles(new Spares());

@@ -5,6 +5,7 @@ import { lookup } from "node:dns/promises";
 import { getSystemErrorMessage } from "node:util";
 import type { Service } from "../protocol/service.ts";
 import type { ListenAddress, Listening, ListenOptions, TlsMaterial } from "./types.ts";
+import type { InputBudget } from "./bun_input.ts";
 
 export type { ListenAddress, Listening, ListenOptions, TlsMaterial };
 
@@ -48,14 +49,36 @@ function reason(e: unknown): string {
   return String(err.message ?? e).replace(/ \(os error \d+\)$/, "");
 }
 
-async function listenHere(svc: Service, addr: ListenAddress, opts: ListenOptions): Promise<Listening> {
-  if ("fd" in addr) checkInherited(addr.fd);
-  if ("Deno" in globalThis) {
-    if ("fd" in addr) return await (await import("./node_net.ts")).listenFd(svc, addr.fd, opts);
-    return await (await import("./deno.ts")).listenDeno(svc, addr, opts);
+/**
+ * The listeners of one process: on Bun they share one bound on the input held for
+ * clients that read no replies (adapters/bun_input.ts). listen() makes a group of one.
+ */
+export class Listeners {
+  /** Made at the first Bun listener. */
+  #budget: InputBudget | undefined;
+
+  /** As listen(), in this group. */
+  async listen(svc: Service, addr: ListenAddress, opts: ListenOptions = {}): Promise<Listening> {
+    if (opts.tls && "path" in addr) throw new Error("TLS is served on TCP addresses only");
+    try {
+      return await this.#listenHere(svc, addr, opts);
+    } catch (e) {
+      throw new Error(await listenFailure(addr, e));
+    }
   }
-  if ("Bun" in globalThis) return (await import("./bun.ts")).listenBun(svc, addr, opts);
-  throw new Error("no listener for this runtime (tubeway runs on Deno or Bun); use serveStreams()");
+
+  async #listenHere(svc: Service, addr: ListenAddress, opts: ListenOptions): Promise<Listening> {
+    if ("fd" in addr) checkInherited(addr.fd);
+    if ("Deno" in globalThis) {
+      if ("fd" in addr) return await (await import("./node_net.ts")).listenFd(svc, addr.fd, opts);
+      return await (await import("./deno.ts")).listenDeno(svc, addr, opts);
+    }
+    if ("Bun" in globalThis) {
+      this.#budget ??= new (await import("./bun_input.ts")).InputBudget();
+      return (await import("./bun.ts")).listenBun(svc, addr, opts, this.#budget);
+    }
+    throw new Error("no listener for this runtime (tubeway runs on Deno or Bun); use serveStreams()");
+  }
 }
 
 /**
@@ -76,13 +99,8 @@ async function listenHere(svc: Service, addr: ListenAddress, opts: ListenOptions
  * svc.close();
  * ```
  */
-export async function listen(svc: Service, addr: ListenAddress, opts: ListenOptions = {}): Promise<Listening> {
-  if (opts.tls && "path" in addr) throw new Error("TLS is served on TCP addresses only");
-  try {
-    return await listenHere(svc, addr, opts);
-  } catch (e) {
-    throw new Error(await listenFailure(addr, e));
-  }
+export function listen(svc: Service, addr: ListenAddress, opts: ListenOptions = {}): Promise<Listening> {
+  return new Listeners().listen(svc, addr, opts);
 }
 
 /**

@@ -24,7 +24,7 @@ interface Reads {
 /**
  * The reads of the TCP socket under a TLS socket. Deno 2.9's node:tls goes on reading
  * that socket while the TLS socket is paused, and keeps what it decrypts: 50 clients
- * that kept writing and never read took a Deno server to 1.9 GB in 3 s (issue 21). So
+ * that kept writing and never read grew a Deno server by gigabytes in seconds. So
  * the reads underneath are stopped and started with the TLS socket's. Undefined for a
  * plain socket (its pause() stops its reads) or where there is no such handle.
  */

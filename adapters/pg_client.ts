@@ -204,6 +204,65 @@ class Listener {
 }
 
 /**
+ * A transaction's reserved connection: its statements, how they fail, and whether the
+ * connection was lost. Once it is, nothing more goes to it, and it is not released:
+ * postgres.js would write on its closed socket (release() puts a closed connection back
+ * among the open ones), and that write either throws outside any promise (a TypeError
+ * that ends the process) or is never sent (the statement hangs): porsager/postgres issues
+ * 1199 and 1208, open for 3.4.9. A connection that closes while no statement of ours is
+ * on it reports no error: its close is heard through the connection object's onclose,
+ * which postgres.js's own begin() uses too (the connection comes to a statement's
+ * onexecute). The pool connects it again.
+ */
+class Reserved {
+  readonly tx: postgres.ReservedSql<Record<string, never>>;
+  /** Why the connection is lost (undefined while it is not). */
+  lost: unknown;
+  /** The first statement of the transaction that failed: why COMMIT answers ROLLBACK. */
+  first: unknown;
+  #conn: { onclose?: ((e: unknown) => void) | null } | undefined;
+
+  constructor(tx: postgres.ReservedSql<Record<string, never>>) {
+    this.tx = tx;
+  }
+
+  /** A statement's error as the engine reads it; noted as the first failure, or the connection's loss. */
+  failed(e: unknown, commitSent: boolean): unknown {
+    const t = translate(e, commitSent);
+    if (!commitSent) this.first ??= t;
+    const fatal = e instanceof postgres.PostgresError && (e.severity === "FATAL" || e.severity === "PANIC");
+    if (t instanceof DatabaseAway || fatal) this.lost ??= t;
+    return t;
+  }
+
+  /** For the first statement's options: hears of the connection's close from then on. */
+  readonly onexecute = (c: { onclose?: ((e: unknown) => void) | null }): boolean => {
+    this.#conn = c;
+    c.onclose = (e) => {
+      this.lost ??= new DatabaseAway(e instanceof Error ? e.message : "the connection was closed", false, e);
+    };
+    return true; // the statement was sent
+  };
+
+  send(text: string, params?: readonly unknown[]): Promise<Row[]> {
+    if (this.lost !== undefined) return Promise.reject(this.lost);
+    const q = params ? this.tx.unsafe(text, params as Params, { prepare: true }) : this.tx.unsafe(text);
+    return q.then(
+      (rows) => rows as unknown as Row[],
+      (e) => {
+        throw this.failed(e, false);
+      },
+    );
+  }
+
+  /** The transaction is over: back to the pool, unless the connection was lost. */
+  end(): void {
+    if (this.#conn) this.#conn.onclose = null;
+    if (this.lost === undefined) this.tx.release();
+  }
+}
+
+/**
  * BEGIN, the body's statements and COMMIT on one reserved connection, BEGIN pipelined
  * with the first statements: sql.begin() waits for BEGIN's answer first, a round trip
  * of four in a turn (BEGIN, the commands, the turn's end, COMMIT) that buys nothing.
@@ -216,82 +275,44 @@ async function transaction<T>(
   busy: { reserved: number },
   signal?: AbortSignal,
 ): Promise<T> {
-  let tx: postgres.ReservedSql<Record<string, never>>;
+  let r: Reserved;
   try {
-    tx = await sql.reserve();
+    r = new Reserved(await sql.reserve());
   } catch (e) {
     throw translate(e, false);
   }
   busy.reserved++;
-  // Once its connection is lost, nothing more goes to the reserved connection, and it is
-  // not released: postgres.js would write on its closed socket (release() puts a closed
-  // connection back among the open ones), and that write either throws outside any
-  // promise (a TypeError that ends the process) or is never sent (the statement hangs):
-  // porsager/postgres issues 1199 and 1208, open for 3.4.9.
-  // A connection that closes while no statement of ours is on it reports no error: its
-  // close is heard through the connection object's onclose, which postgres.js's own
-  // begin() uses too (the connection comes to a statement's onexecute). The pool connects
-  // it again.
-  let lost: unknown;
-  /** The first statement of the transaction that failed: why COMMIT answers ROLLBACK. */
-  let first: unknown;
-  const failed = (e: unknown, commitSent: boolean): unknown => {
-    const t = translate(e, commitSent);
-    if (!commitSent) first ??= t;
-    const fatal = e instanceof postgres.PostgresError && (e.severity === "FATAL" || e.severity === "PANIC");
-    if (t instanceof DatabaseAway || fatal) lost ??= t;
-    return t;
-  };
-  let conn: { onclose?: ((e: unknown) => void) | null } | undefined;
-  const onexecute = (c: { onclose?: ((e: unknown) => void) | null }) => {
-    conn = c;
-    c.onclose = (e) => {
-      lost ??= new DatabaseAway(e instanceof Error ? e.message : "the connection was closed", false, e);
-    };
-    return true; // the statement was sent
-  };
-  const send = (text: string, params?: readonly unknown[]): Promise<Row[]> => {
-    if (lost !== undefined) return Promise.reject(lost);
-    const q = params ? tx.unsafe(text, params as Params, { prepare: true }) : tx.unsafe(text);
-    return q.then(
-      (rows) => rows as unknown as Row[],
-      (e) => {
-        throw failed(e, false);
-      },
-    );
-  };
   try {
     if (signal?.aborted) throw new DatabaseAway("gave up waiting for a connection");
-    const begin = tx.unsafe("begin", [], { onexecute } as postgres.UnsafeQueryOptions).then(
+    const begin = r.tx.unsafe("begin", [], { onexecute: r.onexecute } as postgres.UnsafeQueryOptions).then(
       () => [],
-      (e) => Promise.reject(failed(e, false)),
+      (e) => Promise.reject(r.failed(e, false)),
     );
     let result: T;
     try {
-      result = await body({ query: (text, params = []) => send(text, params) });
+      result = await body({ query: (text, params = []) => r.send(text, params) });
       await begin;
       if (signal?.aborted) throw new DatabaseAway("gave up waiting for the transaction");
     } catch (e) {
       await begin.catch(() => {});
-      await send("rollback").catch(() => {});
+      await r.send("rollback").catch(() => {});
       throw e;
     }
-    if (lost !== undefined) throw lost;
+    if (r.lost !== undefined) throw r.lost;
     let done;
     try {
-      done = await tx.unsafe("commit");
+      done = await r.tx.unsafe("commit");
     } catch (e) {
-      throw failed(e, true);
+      throw r.failed(e, true);
     }
     // COMMIT of a transaction that failed answers ROLLBACK: the cause is its first failed
     // statement (answered before COMMIT, so known by now), e.g. a read-only standby's
     // 25006 when the statements were pipelined up to COMMIT without reading their rows
-    if (done.command !== "COMMIT") throw first ?? new Error(`COMMIT answered ${done.command}`);
+    if (done.command !== "COMMIT") throw r.first ?? new Error(`COMMIT answered ${done.command}`);
     return result;
   } finally {
     busy.reserved--;
-    if (conn) conn.onclose = null;
-    if (lost === undefined) tx.release();
+    r.end();
   }
 }
 

@@ -15,11 +15,10 @@
 import { Socket } from "node:net";
 import { TLSSocket } from "node:tls";
 
-let loaded = false;
-
-/** Load the root certificate store now (once per process; cheap after the first call). */
+/**
+ * Load the root certificate store now. The runtime loads it once per process: a later
+ * call costs one socket object and reads nothing.
+ */
 export function loadTlsRoots(): void {
-  if (loaded) return;
-  loaded = true;
   new TLSSocket(new Socket()).destroy();
 }

@@ -1,9 +1,9 @@
 // The engine seam: what the protocol asks of whatever keeps the jobs. Types only.
 //
 // protocol/ is written against this interface and the snapshots it reads
-// (snapshots.ts, re-exported here) and nothing else of either engine, so that the
-// in-memory engine (core/memory/, with its write-ahead log) and an engine that answers
-// later (core/pg/, a database's) serve the same wire. An answer is a value or a promise
+// (snapshots.ts) and nothing else of either engine, so that the in-memory engine
+// (core/memory/, with its write-ahead log) and an engine that answers later (core/pg/,
+// a database's) serve the same wire. An answer is a value or a promise
 // of one (Answer<T>): the in-memory engine always answers at once and allocates no
 // promise; a connection whose answer is pending processes nothing else until it comes,
 // so replies still leave in command order.
@@ -24,7 +24,26 @@ import type {
   TubeStats,
 } from "./snapshots.ts";
 
-export type * from "./snapshots.ts";
+// The seam names every type of it: the snapshots are declared in core/snapshots.ts.
+export type {
+  ClusterNode,
+  DatabaseHealth,
+  EngineMetrics,
+  EngineStats,
+  HistogramView,
+  JobList,
+  JobSnapshot,
+  JobState,
+  JobStats,
+  ListState,
+  LogHealth,
+  LogStats,
+  RetryPolicy,
+  ScheduleInfo,
+  TubeLimits,
+  TubeSnapshot,
+  TubeStats,
+} from "./snapshots.ts";
 
 /**
  * An answer now, or later. A later answer that fails makes the protocol answer

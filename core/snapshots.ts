@@ -1,9 +1,12 @@
-// What the protocol reads of an engine's state: stats-job, stats-tube, stats, the
-// listings, the metrics port's histograms and health. Types only; core/engine.ts
-// re-exports them with the seam.
+// What the protocol reads of an engine's jobs and tubes: the snapshots that stats,
+// stats-job, stats-tube, the metrics port and the dashboard show. Types only; each engine
+// fills them in from its own state, and core/engine.ts's Engine hands them over.
 
 /** Job states as the protocol names them. */
 export type JobState = "ready" | "reserved" | "delayed" | "buried";
+
+/** Job states a listing can show (reserved jobs are not listed). */
+export type ListState = "ready" | "delayed" | "buried";
 
 /** A latency histogram as the metrics port reads it (core/histogram.ts keeps one). */
 export interface HistogramView {
@@ -119,7 +122,7 @@ export interface ScheduleInfo {
   lastDueSec: number;
 }
 
-/** A tube's retry policy : set-dlq's limit and dead-letter tube, set-backoff's delays. */
+/** A tube's retry policy (docs/extensions.md): set-dlq's limit and dead-letter tube, set-backoff's delays. */
 export interface RetryPolicy {
   /** Attempts (reservations ended by a release or a TTR timeout) before the job is dead-lettered; 0: no limit. */
   maxAttempts: number;
@@ -256,9 +259,6 @@ export interface ClusterNode {
   /** It is the node answering. */
   self: boolean;
 }
-
-/** Job states a listing can show (reserved jobs are not listed). */
-export type ListState = "ready" | "delayed" | "buried";
 
 /** One job in a listing (the dashboard's), in the order the engine serves them. */
 export interface JobSnapshot {

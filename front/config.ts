@@ -1,10 +1,10 @@
 // Command-line flags -> Config, as a pure function. The flags are beanstalkd's, parsed
 // the way it parses them (combined flags like -VFVukr, attached values like -z10,
 // later flags override earlier ones); printing and exit codes belong to server.ts.
-import { parseArgs } from "node:util";
 import type { LogFormat } from "../core/log.ts";
 import { DEFAULT_BINLOG_SIZE, DEFAULT_FSYNC_MS } from "../core/memory/binlog/options.ts";
 import { DEFAULT_LEASE_MS, DEFAULT_SCHEMA, DEFAULT_WAIT_MS } from "../core/pg/defaults.ts";
+import { LONG_OPTIONS, optionTokens, scanFlags } from "./flag_scan.ts";
 
 /** A server configuration, as beanstalkd's flags describe it. */
 export interface Config {
@@ -128,33 +128,6 @@ export const HTTP_TOKEN_ENV = "TUBEWAY_HTTP_TOKEN";
 /** The environment variable that supplies --pg (a URL with a password stays out of ps). */
 export const PG_URL_ENV = "TUBEWAY_PG_URL";
 
-const OPTIONS = {
-  b: { type: "string", short: "b" },
-  f: { type: "string", short: "f" },
-  F: { type: "boolean", short: "F" },
-  l: { type: "string", short: "l" },
-  p: { type: "string", short: "p" },
-  u: { type: "string", short: "u" },
-  z: { type: "string", short: "z" },
-  s: { type: "string", short: "s" },
-  c: { type: "boolean", short: "c" },
-  n: { type: "boolean", short: "n" },
-  v: { type: "boolean", short: "v" },
-  V: { type: "boolean", short: "V" },
-  h: { type: "boolean", short: "h" },
-  "tls-cert": { type: "string" },
-  "tls-key": { type: "string" },
-  "tls-ca": { type: "string" },
-  tls: { type: "string" },
-  "log-format": { type: "string" },
-  http: { type: "string" },
-  "http-token": { type: "string" },
-  pg: { type: "string" },
-  "pg-schema": { type: "string" },
-  "pg-lease": { type: "string" },
-  "pg-wait": { type: "string" },
-} as const;
-
 function usageError(message: string): ParsedArgs {
   return { kind: "error", message, exitCode: 5, usage: true };
 }
@@ -173,62 +146,6 @@ function inheritedFd(env: Readonly<Record<string, string | undefined>>, pid: num
   if (n < 1) return undefined;
   if (n > 1) warnings.push("inherited more than one listen socket; ignoring all but the first");
   return 3;
-}
-
-/** tubeway's own long options and their kinds (none of beanstalkd's flags is long). */
-const LONG_OPTIONS = new Map(
-  Object.entries(OPTIONS).filter(([name]) => name.length > 1).map(([name, o]) => [name, o.type]),
-);
-const VALUE_FLAGS = "bflpuzs";
-const KNOWN_FLAGS = VALUE_FLAGS + "FcnvVh";
-
-/**
- * beanstalkd's own flag scan (1.12 main.c opts()), which parseArgs cannot express: a
- * flag's value is the rest of its word or else the next word, whatever it looks like
- * (`-z -l` is "invalid size: -l"); `-h`/`-v` answer at once, even before a later bad
- * flag; a bad flag is named from the character before it (`-Vx` -> "Vx", `--help` and
- * a bare `--` -> themselves). Returns the words up to the first problem, each value
- * attached to its flag (so parseArgs reads `-z-l` as z = "-l"), and the answer to give
- * once those have been applied.
- */
-function scanFlags(args: readonly string[]): { words: string[]; stop: ParsedArgs | undefined } {
-  const words: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    if (!a.startsWith("-") || a === "-") {
-      words.push(a);
-      continue;
-    }
-    // tubeway's own long options (--tls-cert FILE, --log-format=json, ...) go to parseArgs
-    // as given; any other word starting with -- is an unknown flag, as in 1.12.
-    const long = a.startsWith("--") ? LONG_OPTIONS.get(a.slice(2).split("=")[0]!) : undefined;
-    if (long) {
-      if (long === "boolean" || a.includes("=")) words.push(a);
-      else {
-        // The next word is the value whatever it looks like, as for the short flags.
-        const value = args[++i];
-        if (value === undefined) return { words, stop: usageError(`flag requires an argument: ${a}`) };
-        words.push(`${a}=${value}`);
-      }
-      continue;
-    }
-    for (let j = 1; j < a.length; j++) {
-      const c = a[j]!;
-      if (!KNOWN_FLAGS.includes(c)) return { words, stop: usageError(`unknown flag: ${a.slice(j - 1)}`) };
-      if (c === "h") return { words, stop: { kind: "help" } };
-      if (c === "v") return { words, stop: { kind: "version" } };
-      if (!VALUE_FLAGS.includes(c)) {
-        words.push(`-${c}`);
-        continue;
-      }
-      const value = j + 1 < a.length ? a.slice(j + 1) : args[++i];
-      if (value === undefined) return { words, stop: usageError(`flag requires an argument: -${c}`) };
-      // Attached, so that parseArgs takes a value starting with "-" too; "" cannot be.
-      words.push(...(value === "" ? [`-${c}`, ""] : [`-${c}${value}`]));
-      break;
-    }
-  }
-  return { words, stop: undefined };
 }
 
 /** A size flag: one unsigned decimal, nothing else ("invalid size: X" otherwise). */
@@ -257,21 +174,39 @@ export function parseConfig(
   pid = 0,
 ): ParsedArgs {
   const { words, stop } = scanFlags(args);
-  let tokens;
-  try {
-    ({ tokens } = parseArgs({ args: words, options: OPTIONS, tokens: true, strict: true, allowPositionals: true }));
-  } catch (e) {
-    const code = (e as { code?: string }).code;
-    const flag = /'(--[\w-]+|-\w)/.exec(String((e as Error).message))?.[1] ?? "";
-    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return usageError(`unknown flag: ${flag}`);
-    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") return usageError(`flag requires an argument: ${flag}`);
-    return usageError(String((e as Error).message));
+  const tokens = optionTokens(words);
+  if (typeof tokens === "string") return usageError(tokens);
+  const r = reading(env, pid);
+  for (const t of tokens) {
+    if (t.kind === "positional") return usageError(`unknown argument: ${t.value}`);
+    if (t.kind !== "option") continue;
+    const v = t.value ?? "";
+    const problem = LONG_OPTIONS.has(t.name) ? readLong(r, t.name, v) : readShort(r, t.name, v);
+    if (problem) return problem;
   }
-  let host = "0.0.0.0";
-  let path: string | undefined;
-  let port = DEFAULT_PORT;
+  if (stop) return stop.kind === "usage" ? usageError(stop.message) : stop;
+  return finish(r);
+}
+
+/** What the flags said so far (a later flag overrides an earlier one). */
+interface Reading {
+  readonly config: Config;
+  host: string;
+  path: string | undefined;
+  port: number;
+  /** The listening socket systemd passed, if any: then -l and -p are ignored. */
+  readonly fd: number | undefined;
+  pgUrl: string | undefined;
+  pgSchema: string | undefined;
+  pgLeaseMs: number | undefined;
+  pgWaitMs: number | undefined;
+  readonly tls: Partial<Record<"tls-cert" | "tls-key" | "tls-ca" | "tls", string>>;
+}
+
+/** The defaults, and what the environment gives. */
+function reading(env: Readonly<Record<string, string | undefined>>, pid: number): Reading {
   const config: Config = {
-    listen: { host, port },
+    listen: { host: "0.0.0.0", port: DEFAULT_PORT },
     maxJobSize: DEFAULT_MAX_JOB_SIZE,
     verbose: 0,
     binlogDir: undefined,
@@ -285,124 +220,146 @@ export function parseConfig(
     logFormat: "text",
     pg: undefined,
   };
-  let pgUrl = env[PG_URL_ENV] || undefined;
-  let pgSchema: string | undefined;
-  let pgLeaseMs: number | undefined;
-  let pgWaitMs: number | undefined;
-  const tls: Partial<Record<"tls-cert" | "tls-key" | "tls-ca" | "tls", string>> = {};
-  const fd = inheritedFd(env, pid, config.warnings);
-  for (const t of tokens) {
-    if (t.kind === "positional") return usageError(`unknown argument: ${t.value}`);
-    if (t.kind !== "option") continue;
-    const v = t.value ?? "";
-    switch (t.name) {
-      case "V":
-        config.verbose++;
-        break;
-      case "F":
-        config.fsyncMs = "never";
-        break;
-      case "c":
-      case "n":
-        config.warnings.push(`-${t.name} flag was removed. binlog is always compacted.`);
-        break;
-      case "b":
-        config.binlogDir = v;
-        break;
-      case "http": {
-        const a = parseHostPort(v);
-        if (!a) return flagError(`--http wants HOST:PORT (e.g. 127.0.0.1:9100), not ${v}`);
-        config.http = a;
-        break;
+  return {
+    config,
+    host: "0.0.0.0",
+    path: undefined,
+    port: DEFAULT_PORT,
+    fd: inheritedFd(env, pid, config.warnings),
+    pgUrl: env[PG_URL_ENV] || undefined,
+    pgSchema: undefined,
+    pgLeaseMs: undefined,
+    pgWaitMs: undefined,
+    tls: {},
+  };
+}
+
+/** One of beanstalkd's flags; an error to answer, or undefined. */
+function readShort(r: Reading, name: string, v: string): ParsedArgs | undefined {
+  const config = r.config;
+  switch (name) {
+    case "V":
+      config.verbose++;
+      break;
+    case "F":
+      config.fsyncMs = "never";
+      break;
+    case "c":
+    case "n":
+      config.warnings.push(`-${name} flag was removed. binlog is always compacted.`);
+      break;
+    case "b":
+      config.binlogDir = v;
+      break;
+    case "u":
+      config.user = v;
+      break;
+    case "l":
+      if (r.fd !== undefined) config.warnings.push(`inherited listen fd; ignoring option: -l ${v}`);
+      else if (v.startsWith("unix:")) r.path = v.slice(5);
+      else {
+        r.host = v;
+        r.path = undefined;
       }
-      case "http-token":
-        if (v === "") return usageError("--http-token must not be empty");
-        config.httpToken = v;
-        break;
-      case "u":
-        config.user = v;
-        break;
-      case "l":
-        if (fd !== undefined) config.warnings.push(`inherited listen fd; ignoring option: -l ${v}`);
-        else if (v.startsWith("unix:")) path = v.slice(5);
-        else {
-          host = v;
-          path = undefined;
+      break;
+    case "p": {
+      const n = /^[0-9]+$/.test(v) ? Number(v) : NaN;
+      if (r.fd !== undefined) config.warnings.push(`inherited listen fd; ignoring option: -p ${v}`);
+      else if (!(n >= 0 && n <= 65535)) {
+        return { kind: "error", message: `invalid port: ${v}`, exitCode: 5, usage: false };
+      } else r.port = n;
+      break;
+    }
+    case "z":
+    case "s":
+    case "f": {
+      const n = size(v);
+      if (n === undefined) return usageError(`invalid size: ${v}`);
+      if (name === "z") {
+        config.maxJobSize = n;
+        if (n > MAX_JOB_SIZE_LIMIT) {
+          config.maxJobSize = MAX_JOB_SIZE_LIMIT;
+          config.warnings.push(`maximum job size was set to ${MAX_JOB_SIZE_LIMIT}`);
         }
-        break;
-      case "p": {
-        const n = /^[0-9]+$/.test(v) ? Number(v) : NaN;
-        if (fd !== undefined) config.warnings.push(`inherited listen fd; ignoring option: -p ${v}`);
-        else if (!(n >= 0 && n <= 65535)) {
-          return { kind: "error", message: `invalid port: ${v}`, exitCode: 5, usage: false };
-        } else port = n;
-        break;
-      }
-      case "z":
-      case "s":
-      case "f": {
-        const n = size(v);
-        if (n === undefined) return usageError(`invalid size: ${v}`);
-        if (t.name === "z") {
-          config.maxJobSize = n;
-          if (n > MAX_JOB_SIZE_LIMIT) {
-            config.maxJobSize = MAX_JOB_SIZE_LIMIT;
-            config.warnings.push(`maximum job size was set to ${MAX_JOB_SIZE_LIMIT}`);
-          }
-        } else if (t.name === "s") config.binlogSize = n;
-        else config.fsyncMs = n;
-        break;
-      }
-      case "tls-cert":
-      case "tls-key":
-      case "tls-ca":
-      case "tls":
-        tls[t.name] = v;
-        break;
-      case "pg":
-        pgUrl = v;
-        break;
-      case "pg-schema":
-        if (!/^[a-z_][a-z0-9_]{0,62}$/.test(v)) {
-          return flagError(`--pg-schema wants a lower-case SQL name (letters, digits, _), not ${v}`);
-        }
-        pgSchema = v;
-        break;
-      case "pg-lease": {
-        const n = /^[0-9]+(\.[0-9]+)?$/.test(v) ? Number(v) : NaN;
-        if (!(n >= 1 && n <= 3600)) return flagError(`--pg-lease wants seconds from 1 to 3600, not ${v}`);
-        pgLeaseMs = Math.round(n * 1000);
-        break;
-      }
-      case "pg-wait": {
-        const n = /^[0-9]+(\.[0-9]+)?$/.test(v) ? Number(v) : NaN;
-        if (!(n >= 0 && n <= 3600)) return flagError(`--pg-wait wants seconds from 0 to 3600, not ${v}`);
-        pgWaitMs = Math.round(n * 1000);
-        break;
-      }
-      case "log-format":
-        if (v !== "text" && v !== "json") return flagError(`--log-format must be text or json, not ${v}`);
-        config.logFormat = v;
-        break;
+      } else if (name === "s") config.binlogSize = n;
+      else config.fsyncMs = n;
+      break;
     }
   }
-  if (stop) return stop;
-  if (pgUrl !== undefined) {
+  return undefined;
+}
+
+/** One of tubeway's long options; an error to answer, or undefined. */
+function readLong(r: Reading, name: string, v: string): ParsedArgs | undefined {
+  switch (name) {
+    case "http": {
+      const a = parseHostPort(v);
+      if (!a) return flagError(`--http wants HOST:PORT (e.g. 127.0.0.1:9100), not ${v}`);
+      r.config.http = a;
+      break;
+    }
+    case "http-token":
+      if (v === "") return usageError("--http-token must not be empty");
+      r.config.httpToken = v;
+      break;
+    case "tls-cert":
+    case "tls-key":
+    case "tls-ca":
+    case "tls":
+      r.tls[name] = v;
+      break;
+    case "pg":
+      r.pgUrl = v;
+      break;
+    case "pg-schema":
+      if (!/^[a-z_][a-z0-9_]{0,62}$/.test(v)) {
+        return flagError(`--pg-schema wants a lower-case SQL name (letters, digits, _), not ${v}`);
+      }
+      r.pgSchema = v;
+      break;
+    case "pg-lease": {
+      const n = /^[0-9]+(\.[0-9]+)?$/.test(v) ? Number(v) : NaN;
+      if (!(n >= 1 && n <= 3600)) return flagError(`--pg-lease wants seconds from 1 to 3600, not ${v}`);
+      r.pgLeaseMs = Math.round(n * 1000);
+      break;
+    }
+    case "pg-wait": {
+      const n = /^[0-9]+(\.[0-9]+)?$/.test(v) ? Number(v) : NaN;
+      if (!(n >= 0 && n <= 3600)) return flagError(`--pg-wait wants seconds from 0 to 3600, not ${v}`);
+      r.pgWaitMs = Math.round(n * 1000);
+      break;
+    }
+    case "log-format":
+      if (v !== "text" && v !== "json") return flagError(`--log-format must be text or json, not ${v}`);
+      r.config.logFormat = v;
+      break;
+  }
+  return undefined;
+}
+
+/** The flags that only make sense together (--pg and its settings, the TLS files, where to listen). */
+function finish(r: Reading): ParsedArgs {
+  const config = r.config;
+  if (r.pgUrl !== undefined) {
     if (config.binlogDir !== undefined) {
       return usageError("-b and --pg cannot be used together: the jobs live in one place");
     }
     config.pg = {
-      url: pgUrl,
-      schema: pgSchema ?? DEFAULT_SCHEMA,
-      leaseMs: pgLeaseMs ?? DEFAULT_LEASE_MS,
-      waitMs: pgWaitMs ?? DEFAULT_WAIT_MS,
+      url: r.pgUrl,
+      schema: r.pgSchema ?? DEFAULT_SCHEMA,
+      leaseMs: r.pgLeaseMs ?? DEFAULT_LEASE_MS,
+      waitMs: r.pgWaitMs ?? DEFAULT_WAIT_MS,
     };
-  } else if (pgSchema !== undefined || pgLeaseMs !== undefined || pgWaitMs !== undefined) {
-    const flag = pgSchema !== undefined ? "--pg-schema" : pgLeaseMs !== undefined ? "--pg-lease" : "--pg-wait";
+  } else if (r.pgSchema !== undefined || r.pgLeaseMs !== undefined || r.pgWaitMs !== undefined) {
+    const flag = r.pgSchema !== undefined ? "--pg-schema" : r.pgLeaseMs !== undefined ? "--pg-lease" : "--pg-wait";
     return usageError(`${flag} needs --pg URL`);
   }
-  config.listen = fd !== undefined ? { fd } : path !== undefined ? { path } : { host, port };
-  const t = tlsConfig(tls, "path" in config.listen);
+  config.listen = r.fd !== undefined
+    ? { fd: r.fd }
+    : r.path !== undefined
+    ? { path: r.path }
+    : { host: r.host, port: r.port };
+  const t = tlsConfig(r.tls, "path" in config.listen);
   if (typeof t === "string") return flagError(t);
   config.tls = t;
   return { kind: "run", config };

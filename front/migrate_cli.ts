@@ -1,12 +1,15 @@
 // `tubeway migrate ...` (server.ts hands over argv after `migrate`): the flags, the
-// database pool and the files for front/migrate.ts, its lines on stdout, problems on
-// stderr, and the exit code (0 done, 5 usage, 10 DIR missing or in use, 69 database
-// unusable, 1 refused or failed).
+// database pool and the files for migrate_in.ts and migrate_out.ts, its lines on stdout,
+// problems on stderr, and the exit code (0 done, 5 usage, 10 DIR missing or in use, 69
+// database unusable, 1 refused or failed).
 import process from "node:process";
 import { mkdirSync, rmdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { PG_URL_ENV } from "./config.ts";
-import { MIGRATE_USAGE, migrateIn, migrateOut, type MigrateOutcome, parseMigrateArgs } from "./migrate.ts";
+import type { MigrateOutcome } from "./migrate.ts";
+import { MIGRATE_USAGE, parseMigrateArgs } from "./migrate_args.ts";
+import { migrateIn } from "./migrate_in.ts";
+import { migrateOut } from "./migrate_out.ts";
 import type { SqlClient } from "../core/pg/sql.ts";
 import { nodeFiles } from "../adapters/files_node.ts";
 import { pgClient, pgTarget } from "../adapters/pg_client.ts";
@@ -62,7 +65,7 @@ export async function migrateCommand(args: string[]): Promise<never> {
     say(`cannot use PostgreSQL at ${target}: ${(e as Error).message ?? e}`);
     process.exit(EXIT.database);
   }
-  const env = { files: nodeFiles, sql, target, say, nowWallMs: () => Date.now() };
+  const env = { files: nodeFiles(), sql, target, say, nowWallMs: () => Date.now() };
   let outcome: MigrateOutcome;
   try {
     if (parsed.kind === "in") outcome = await migrateIn(env, parsed.dir, parsed.schema, parsed.merge);

@@ -82,6 +82,7 @@ export function openService(config: Config, opts: OpenOptions = {}): Opened {
   let queue: Queue | undefined = undefined; // assigned once the log has been read
   let wal: Binlog | undefined;
   let recovered;
+  const files = nodeFiles();
   if (config.binlogDir !== undefined) {
     ({ wal, recovered } = openBinlog(
       {
@@ -93,7 +94,7 @@ export function openService(config: Config, opts: OpenOptions = {}): Opened {
         maxJobSize: config.maxJobSize,
         log: logWal,
       },
-      nodeFiles,
+      files,
       clock,
       (id) => queue?.liveRecord(id),
     ));
@@ -103,7 +104,7 @@ export function openService(config: Config, opts: OpenOptions = {}): Opened {
   queue = new Queue({ clock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize), turns });
   if (recovered) queue.restore(recovered.jobs, recovered.maxId, recovered);
   const imported = wal && config.binlogDir !== undefined
-    ? importBeanstalkd(config.binlogDir, nodeFiles, queue, wal, logWal, opts.log ?? logWal).then((o) =>
+    ? importBeanstalkd(config.binlogDir, files, queue, wal, logWal, opts.log ?? logWal).then((o) =>
       o.kind === "failed" ? o.message : undefined
     )
     : Promise.resolve(undefined);

@@ -34,7 +34,7 @@ export const OP = {
   LIST_TUBES: 24,
   QUIT: 25,
   PAUSE_TUBE: 26,
-  // Extensions (issue 19), parsed by extensions.ts when no stock verb matches.
+  // Extensions (docs/extensions.md), parsed by extensions.ts when no stock verb matches.
   PING: 27,
   CAPABILITIES: 28,
   PUT_AT: 29,

@@ -8,11 +8,12 @@
 // (even within one batch of commands: a read may hold thousands of pipelined peeks),
 // or while the client waits in reserve, or an engine answer is pending, or replies
 // wait for the engine to settle them (the log's shared append and, with durable acks,
-// its fsync: core/memory/log_turn.ts), no further commands are processed; `wantsInput` turns false, so the adapter stops reading,
-// except during a reserve or a wait for the log, where reading goes on up to
-// WAIT_READ_MAX without processing. A client that pipelines and never reads stalls on its own TCP window,
-// holding at most about OUT_HIGH of replies (bigger job bodies are held by reference,
-// not copied: see Output in reply.ts); server memory per connection stays bounded.
+// its fsync: core/memory/log_turn.ts), no further commands are processed; `wantsInput`
+// turns false, so the adapter stops reading, except during a reserve or a wait for the
+// log, where reading goes on up to WAIT_READ_MAX without processing. A client that
+// pipelines and never reads stalls on its own TCP window, holding at most about OUT_HIGH
+// of replies (bigger job bodies are held by reference, not copied: see Output in
+// reply.ts); server memory per connection stays bounded.
 import { BODY, LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "./parser.ts";
 import { dispatch, putBody, woken } from "./dispatch.ts";
 import { type ConnectionContext, Session, STEP, type Step } from "./session.ts";
@@ -53,15 +54,15 @@ const WAIT_READ_MAX = 64 * 1024;
  * Otherwise, read no further ahead of the commands processed than this (a client that
  * pipelines faster than its replies go out): on Bun, a write the kernel takes whole
  * completes at once, so pending output alone never stopped its reads, and a client that
- * never read made it hold everything it sent (issue 21).
+ * never read made it hold everything it sent.
  */
 const READ_AHEAD_MAX = 4 * 1024;
 
 /**
  * While the parser throws input away (an over-long line, a body over -z), the
- * connection wants no input for this long after each chunk: read flat out, Bun took an
- * endless line at 1.2 GB/s and other clients waited up to 49 ms (p99 11-23 ms); paced,
- * garbage still goes at 28-370 MB/s and others wait 5-10 ms.
+ * connection wants no input for this long after each chunk: read flat out, an endless
+ * line kept other clients waiting several times longer than paced, and paced, garbage
+ * still goes at tens to hundreds of MB/s (docs/reliability.md, Input).
  */
 const DISCARD_PAUSE_MS = 1;
 
@@ -162,8 +163,8 @@ export class Connection implements Settling {
    * A full batch of replies (OUT_HIGH) went out and the connection waits for the others'
    * turn: an adapter holding more of a read should push it only then (onResume is called
    * after that turn). Pushed now, it runs the next batch at once: the Bun adapter pushing
-   * the rest of a read ran batch after batch in one data callback (240 KB written per
-   * callback for a peek flooder), and the others waited behind each such callback.
+   * the rest of a read ran batch after batch in one data callback (hundreds of KB written
+   * per callback for a peek flooder), and the others waited behind each such callback.
    */
   get yielded(): boolean {
     return this.#yielded;

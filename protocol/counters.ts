@@ -30,7 +30,7 @@ export const CMD_KEYS = [
 ] as const;
 
 /**
- * The extension commands (issue 19), counted apart: stock `stats` never shows them (its
+ * The extension commands (docs/extensions.md), counted apart: stock `stats` never shows them (its
  * keys stay 1.12's); the metrics port does.
  */
 export const EXT_KEYS = [

@@ -1,4 +1,4 @@
-// The extension commands (issue 19; docs/extensions.md): lines no stock verb matches
+// The extension commands (docs/extensions.md): lines no stock verb matches
 // are tried here, so a stock command never pays for them. Names, arguments and replies
 // are beanstalkd-pi's where it has the command (ping, capabilities, put-at, kick-tube,
 // delete-tube, peek-tube, list-jobs, set-dlq), so its client and the

@@ -2,7 +2,7 @@
 // (ConnectionContext), the steps a command returns to the connection loop, and the
 // few helpers every command module shares: answer an engine call now or later, write a
 // constant reply, mark a producer or a worker. dispatch.ts (stock commands) and
-// extensions.ts (issue 19's) build on it.
+// extensions.ts (docs/extensions.md) build on it.
 import { Command } from "./command.ts";
 import { Output, R } from "./reply.ts";
 import type { ServerFacts } from "./yaml.ts";
@@ -23,9 +23,8 @@ export interface ConnectionContext {
   readonly error: (line: string) => void;
   /**
    * Output buffers of connections that went idle, shared by every connection of the
-   * server: an idle connection holds none (its own would be ~470 bytes with the JS
-   * objects, of the 8 KB an idle connection may cost), and a busy one takes one back
-   * without allocating.
+   * server: an idle connection holds none (its own would be a good part of what an idle
+   * connection costs), and a busy one takes one back without allocating.
    */
   readonly spareBuffers: Uint8Array[];
   /** Every open connection's session, in the order they connected (stats-conn, list-connections). */

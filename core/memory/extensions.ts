@@ -1,6 +1,7 @@
 // The in-memory engine's extension commands (docs/extensions.md): empty or kick a whole
 // tube, peek at a named tube, put at an absolute time, unique puts, retry policies (dead
-// letters, backoff) and the tubes' limits (their holds: limits.ts; schedules: schedules.ts). They change state only through the Store's
+// letters, backoff) and the tubes' limits (their holds: limits.ts; the recurring jobs are
+// schedules.ts). They change state only through the Store's
 // primitives, like the stock commands (core/memory/queue.ts), and log every change first.
 //
 // What stock clients pay: nothing per job. Extension state lives in Store.extras (jobs

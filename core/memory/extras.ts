@@ -1,4 +1,4 @@
-// The extension state the in-memory engine keeps beside the stock model (issue 19):
+// The extension state the in-memory engine keeps beside the stock model (docs/extensions.md):
 // per job, in Store.extras, only for jobs that have some; per tube, in Tube.policy
 // and Tube.keys, only for tubes that have them. Plain data, so the log (records.ts,
 // core/memory/binlog/) can carry it.

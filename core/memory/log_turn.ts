@@ -13,7 +13,7 @@
 // them together); Bun runs a socket's data callback and drains the microtasks
 // before the next socket's, so there each connection would append alone. Waiting
 // for the end of the event loop's turn (afterTurn) shares on both, but costs a lone
-// client an extra turn of the loop (~5-10 µs) per batch. So the turn adapts: it
+// client an extra turn of the loop per batch. So the turn adapts: it
 // starts at the end of the microtasks, and moves to the end of the loop's turn once
 // two appends happen in one turn of the loop (the clients are many); it moves back
 // after LONELY turns in a row with one member (the load is gone).

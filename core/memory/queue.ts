@@ -59,7 +59,7 @@ export class Queue extends QueueExtensions implements Engine {
 
   /** Jobs, tubes, the schedule, waiting clients and the log, with the moves that keep them consistent. */
   protected readonly s: Store;
-  /** The extension commands (issue 19), on the same store. */
+  /** The extension commands (docs/extensions.md), on the same store. */
   protected readonly x: Extensions;
   /** The recurring jobs (schedule), on the same store and its timer. */
   protected readonly schedules: Schedules;
@@ -114,8 +114,8 @@ export class Queue extends QueueExtensions implements Engine {
     const tube = c.use;
     const delaySec = job.delaySec;
     const j = s.newJob(tube, job.pri, delaySec * 1000, job.ttrSec, job.body, job.id, now);
-    // Store.insert's steps, inline: on the stock hot path the call measured ~8% of a
-    // put + reserve + delete cycle on Bun (the extensions' puts use Store.insert).
+    // Store.insert's steps, inline: on the stock hot path the call was a noticeable part
+    // of a put + reserve + delete cycle on Bun (the extensions' puts use Store.insert).
     if (s.logging && !s.logFull(j, now)) return "OUT_OF_MEMORY";
     s.jobs.set(j);
     tube.totalJobs++;

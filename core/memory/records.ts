@@ -5,6 +5,7 @@ import { Job, jobMs } from "./model.ts";
 import type { Tubes } from "./tubes.ts";
 import type { JobRecord, JobState } from "./wal.ts";
 import type { JobExtras } from "./extras.ts";
+import { GONE } from "./binlog/codec.ts";
 
 /** A JobRecord whose optional fields are always present (undefined when absent): one shape. */
 type Scratch = { [K in keyof JobRecord]-?: JobRecord[K] | undefined } & { state: JobRecord["state"] };
@@ -13,25 +14,11 @@ export class Records {
   readonly #clock: Clock;
   /** The store's extension state by job id (see store.ts): full records carry a job's key and origin. */
   readonly #extras: Map<number, JobExtras>;
-  /** What of() fills in (its optional fields undefined when absent: the log tests for undefined). */
-  readonly #scratch: Scratch = {
-    id: 0,
-    tube: "",
-    pri: 0,
-    delayMs: 0,
-    ttrMs: 0,
-    createdAtMs: 0,
-    deadlineAtMs: 0,
-    state: "ready",
-    reserves: 0,
-    timeouts: 0,
-    releases: 0,
-    buries: 0,
-    kicks: 0,
-    body: undefined,
-    key: undefined,
-    from: undefined,
-  };
+  /**
+   * What of() fills in, every field of it (its optional fields undefined when absent: the
+   * log tests for undefined); it starts as the log's empty record.
+   */
+  readonly #scratch: Scratch = { ...GONE, body: undefined, key: undefined, from: undefined };
   #wallOffset = 0;
   #checkedAt = -Infinity;
 

@@ -29,7 +29,7 @@ export interface JobRecord {
   kicks: number;
   /** Body including its trailing CRLF; only needed on full records. */
   body?: Uint8Array;
-  /** Extensions (issue 19), on full records of jobs that have them: put-unique's key. */
+  /** Extensions (docs/extensions.md), on full records of jobs that have them: put-unique's key. */
   key?: string;
   /** A dead letter's tube of origin. */
   from?: string;

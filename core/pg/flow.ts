@@ -210,7 +210,7 @@ export class PgFlow {
    * when one is still due (another node holds it: if that node dies, this one runs it).
    */
   async #runDue(tx: Sql, turn: { readied: Set<string>; filled: Set<string> }): Promise<() => number | null> {
-    const { x, node } = this.#d;
+    const { x } = this.#d;
     const ran: string[] = [];
     for (const r of await tx.query(x.dueSchedules)) {
       const run = this.#run(r);

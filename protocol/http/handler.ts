@@ -13,7 +13,7 @@
 // so another site's page cannot make a browser send it; and a header or a JSON body
 // makes any cross-origin request a preflighted one, which we never approve.
 import type { Service } from "../service.ts";
-import { METRICS_CONTENT_TYPE, metricsStream } from "./metrics.ts";
+import { METRICS_CONTENT_TYPE, type MetricsSource, metricsStream } from "./metrics.ts";
 import { type ListState, overview, tubeJobs } from "./views.ts";
 import { type Action, runAction } from "./actions.ts";
 import { DASHBOARD_CSS, DASHBOARD_HTML } from "./dashboard_page.ts";
@@ -186,73 +186,89 @@ function statusOf(reply: string): number {
   return 500;
 }
 
+/** What a request is served with. */
+interface Served {
+  readonly svc: Service;
+  /** What the metrics and the overview read. */
+  readonly src: MetricsSource;
+  /** --http-token: the write actions' bearer token (undefined: read-only). */
+  readonly token: string | undefined;
+  /** The largest POST body read. */
+  readonly maxPostBytes: number;
+}
+
+/** A write action: POST /api/<tube>/<job>/<action> with a JSON body, under the bearer token. */
+async function post(h: Served, req: Request, parts: string[]): Promise<Response> {
+  if (!h.token) return json(403, { error: "read-only: start tubeway with --http-token to enable actions" });
+  const auth = req.headers.get("authorization") ?? "";
+  if (!auth.startsWith("Bearer ") || !sameSecret(auth.slice(7), h.token)) {
+    return respond(401, JSON.stringify({ error: "missing or wrong token" }), "application/json", {
+      "www-authenticate": 'Bearer realm="tubeway"',
+    });
+  }
+  if (!(req.headers.get("content-type") ?? "").startsWith("application/json")) {
+    return json(415, { error: "send application/json" });
+  }
+  const raw = await readCapped(req, h.maxPostBytes);
+  if (raw === undefined) return json(413, { error: "request too large" });
+  let body: unknown;
+  try {
+    body = raw === "" ? {} : JSON.parse(raw);
+  } catch {
+    return json(400, { error: "body is not JSON" });
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return json(400, { error: "want an object" });
+  const action = parseAction(parts, body as Record<string, unknown>);
+  if (typeof action === "string") return json(action === "no such action" ? 404 : 400, { error: action });
+  const reply = await runAction(h.svc, action);
+  return json(statusOf(reply), { reply });
+}
+
+/** The pages, the health checks, the metrics and the dashboard's reads. */
+async function get(h: Served, url: URL, parts: string[]): Promise<Response> {
+  const engine = h.src.engine;
+  switch (url.pathname) {
+    case "/healthz":
+      return text(200, "ok\n");
+    case "/readyz": {
+      if (engine.draining) return text(503, "draining\n");
+      const m = engine.metrics();
+      if (m.database && !m.database.available) return text(503, `${m.database.reason}\n`);
+      return m.log && !m.log.writable ? text(503, "log not writable\n") : text(200, "ready\n");
+    }
+    case "/metrics":
+      return new Response(metricsStream(h.src), {
+        headers: { "content-type": METRICS_CONTENT_TYPE, ...SECURITY_HEADERS },
+      });
+    case "/":
+      return respond(200, DASHBOARD_HTML, "text/html; charset=utf-8", { "content-security-policy": PAGE_CSP });
+    case "/dashboard.js":
+      return respond(200, DASHBOARD_JS, "text/javascript; charset=utf-8");
+    case "/dashboard.css":
+      return respond(200, DASHBOARD_CSS, "text/css; charset=utf-8");
+    case "/api/overview":
+      return json(200, await overview({ ...h.src, writable: h.token !== undefined }));
+  }
+  if (parts[0] === "tubes" && parts[2] === "jobs" && parts.length === 3) {
+    const state = url.searchParams.get("state") ?? "ready";
+    if (state !== "ready" && state !== "delayed" && state !== "buried") return json(400, { error: "bad state" });
+    const limit = Number(url.searchParams.get("limit") ?? "20");
+    const list = await tubeJobs(engine, parts[1]!, state as ListState, Number.isFinite(limit) ? limit : 20);
+    return list ? json(200, list) : json(404, { error: "no such tube" });
+  }
+  return text(404, "not found\n");
+}
+
 /** Build the request handler for a service. */
 export function httpHandler(svc: Service, opts: HttpOptions): (req: Request) => Promise<Response> {
   const engine = svc.engine;
-  const src = { engine, counters: svc.counters, startedAtMs: svc.facts.startedAt, version: opts.version };
-  const token = opts.token;
-  // JSON escapes a byte as at most 6 characters; leave room for the other fields.
-  const maxPostBytes = engine.maxJobSize * 6 + 4096;
-
-  async function post(req: Request, parts: string[]): Promise<Response> {
-    if (!token) return json(403, { error: "read-only: start tubeway with --http-token to enable actions" });
-    const auth = req.headers.get("authorization") ?? "";
-    if (!auth.startsWith("Bearer ") || !sameSecret(auth.slice(7), token)) {
-      return respond(401, JSON.stringify({ error: "missing or wrong token" }), "application/json", {
-        "www-authenticate": 'Bearer realm="tubeway"',
-      });
-    }
-    if (!(req.headers.get("content-type") ?? "").startsWith("application/json")) {
-      return json(415, { error: "send application/json" });
-    }
-    const raw = await readCapped(req, maxPostBytes);
-    if (raw === undefined) return json(413, { error: "request too large" });
-    let body: unknown;
-    try {
-      body = raw === "" ? {} : JSON.parse(raw);
-    } catch {
-      return json(400, { error: "body is not JSON" });
-    }
-    if (typeof body !== "object" || body === null || Array.isArray(body)) return json(400, { error: "want an object" });
-    const action = parseAction(parts, body as Record<string, unknown>);
-    if (typeof action === "string") return json(action === "no such action" ? 404 : 400, { error: action });
-    const reply = await runAction(svc, action);
-    return json(statusOf(reply), { reply });
-  }
-
-  async function get(url: URL, parts: string[]): Promise<Response> {
-    switch (url.pathname) {
-      case "/healthz":
-        return text(200, "ok\n");
-      case "/readyz": {
-        if (engine.draining) return text(503, "draining\n");
-        const m = engine.metrics();
-        if (m.database && !m.database.available) return text(503, `${m.database.reason}\n`);
-        return m.log && !m.log.writable ? text(503, "log not writable\n") : text(200, "ready\n");
-      }
-      case "/metrics":
-        return new Response(metricsStream(src), {
-          headers: { "content-type": METRICS_CONTENT_TYPE, ...SECURITY_HEADERS },
-        });
-      case "/":
-        return respond(200, DASHBOARD_HTML, "text/html; charset=utf-8", { "content-security-policy": PAGE_CSP });
-      case "/dashboard.js":
-        return respond(200, DASHBOARD_JS, "text/javascript; charset=utf-8");
-      case "/dashboard.css":
-        return respond(200, DASHBOARD_CSS, "text/css; charset=utf-8");
-      case "/api/overview":
-        return json(200, await overview({ ...src, writable: token !== undefined }));
-    }
-    if (parts[0] === "tubes" && parts[2] === "jobs" && parts.length === 3) {
-      const state = url.searchParams.get("state") ?? "ready";
-      if (state !== "ready" && state !== "delayed" && state !== "buried") return json(400, { error: "bad state" });
-      const limit = Number(url.searchParams.get("limit") ?? "20");
-      const list = await tubeJobs(engine, parts[1]!, state as ListState, Number.isFinite(limit) ? limit : 20);
-      return list ? json(200, list) : json(404, { error: "no such tube" });
-    }
-    return text(404, "not found\n");
-  }
-
+  const h: Served = {
+    svc,
+    src: { engine, counters: svc.counters, startedAtMs: svc.facts.startedAt, version: opts.version },
+    token: opts.token,
+    // JSON escapes a byte as at most 6 characters; leave room for the other fields.
+    maxPostBytes: engine.maxJobSize * 6 + 4096,
+  };
   return async (req: Request): Promise<Response> => {
     const url = new URL(req.url);
     let parts: string[];
@@ -262,8 +278,8 @@ export function httpHandler(svc: Service, opts: HttpOptions): (req: Request) => 
       return text(400, "bad path\n");
     }
     try {
-      if (req.method === "GET" || req.method === "HEAD") return await get(url, parts);
-      if (req.method === "POST" && parts.length === 3) return await post(req, parts);
+      if (req.method === "GET" || req.method === "HEAD") return await get(h, url, parts);
+      if (req.method === "POST" && parts.length === 3) return await post(h, req, parts);
       return text(405, "method not allowed\n", { allow: "GET, HEAD, POST" });
     } catch (e) {
       svc.error(`http: internal error: ${e instanceof Error ? e.stack ?? e.message : e}`);

@@ -28,7 +28,7 @@ function freshDir(): string {
 function open(dir: string, logs: string[] = [], durableAcks = false) {
   return openBinlog(
     { dir, fsyncMs: 0, durableAcks, maxFileSize: 4096, maxJobSize: 65535, log: (m) => logs.push(m) },
-    nodeFiles,
+    nodeFiles(),
     { now: () => Date.now() },
     () => undefined,
   );
@@ -79,7 +79,7 @@ describe("binlog on the real file system", () => {
     const logs: string[] = [];
     const { wal } = openBinlog(
       { dir, fsyncMs: 0, durableAcks: false, maxFileSize: 4096, maxJobSize: 65535, log: (m) => logs.push(m) },
-      nodeFiles,
+      nodeFiles(),
       { now: () => Date.now() },
       () => undefined,
     );
@@ -103,7 +103,7 @@ describe("binlog on the real file system", () => {
 
   test("preallocation: zero blocks ahead of the data, a chunk at a time up to the limit; size() is the data", () => {
     const path = join(freshDir(), "f");
-    const h = nodeFiles.open(path, "new", { chunk: 8192, limit: 20000 });
+    const h = nodeFiles().open(path, "new", { chunk: 8192, limit: 20000 });
     const onDisk = () => fs.statSync(path).size;
     h.append(new Uint8Array(100).fill(1));
     assert.deepEqual([h.size(), onDisk()], [100, 8192]);
@@ -129,7 +129,7 @@ describe("binlog on the real file system", () => {
     const dir = freshDir();
     const opts = { dir, fsyncMs: 0, durableAcks: true, maxFileSize: 1 << 20, maxJobSize: 65535 };
     const logs: string[] = [];
-    const { wal } = openBinlog({ ...opts, log: (m) => logs.push(m) }, nodeFiles, { now: () => Date.now() }, () => {
+    const { wal } = openBinlog({ ...opts, log: (m) => logs.push(m) }, nodeFiles(), { now: () => Date.now() }, () => {
       return undefined;
     });
     for (let i = 1; i <= 30; i++) assert.equal(wal.put(job(i, `job ${i} ${"x".repeat(200)}`)), true);
@@ -178,7 +178,7 @@ describe("binlog on the real file system", () => {
       `import { openBinlog } from ${JSON.stringify(join(ROOT, "core/memory/binlog/open.ts"))};
 import { nodeFiles } from ${JSON.stringify(join(ROOT, "adapters/files_node.ts"))};
 const { wal } = openBinlog({ dir: ${JSON.stringify(dir)}, fsyncMs: 0, durableAcks: false,
-  maxFileSize: 4096, maxJobSize: 100, log: () => {} }, nodeFiles, { now: () => Date.now() }, () => undefined);
+  maxFileSize: 4096, maxJobSize: 100, log: () => {} }, nodeFiles(), { now: () => Date.now() }, () => undefined);
 console.log("held");
 process.stdin.on("data", () => {}); process.stdin.on("end", () => { wal.close(); process.exit(0); });
 `,

@@ -10,6 +10,7 @@ import type { BinlogOptions } from "../../core/memory/binlog/options.ts";
 import { openBinlog } from "../../core/memory/binlog/open.ts";
 import type { Files } from "../../core/files.ts";
 import { MemoryFiles } from "./files_memory.ts";
+import { jobRecord } from "./job_record.ts";
 import type { JobRecord, JobState, Recovered } from "../../core/memory/wal.ts";
 
 export const DIR = "/data/wal";
@@ -63,8 +64,7 @@ export class Engine {
   put(tube: string, data: Uint8Array, opt: { pri?: number; delayMs?: number; ttrMs?: number } = {}): number {
     const id = this.nextId++;
     const delayMs = opt.delayMs ?? 0;
-    const rec: JobRecord = {
-      id,
+    const rec = jobRecord(id, {
       tube,
       pri: opt.pri ?? 0,
       delayMs,
@@ -72,13 +72,8 @@ export class Engine {
       createdAtMs: this.now,
       deadlineAtMs: delayMs > 0 ? this.now + delayMs : 0,
       state: delayMs > 0 ? "delayed" : "ready",
-      reserves: 0,
-      timeouts: 0,
-      releases: 0,
-      buries: 0,
-      kicks: 0,
       body: data,
-    };
+    });
     if (!this.wal.put(rec)) return 0;
     this.jobs.set(id, rec);
     if (!this.#flush()) return 0;

@@ -19,7 +19,18 @@ import { existsSync, readFileSync } from "node:fs";
 import { RUNTIME, skipUnless } from "../harness/paths.ts";
 import { beanstalkd, binary, bunServer, denoServer, inProcess, type Running, type Target } from "../harness/targets.ts";
 import { openSocket, type Wire } from "../harness/wire.ts";
-import { Conns, eventually, jobReply, list, putId, stats, statsTube, tubeName, waitersOn } from "./wire_suite.ts";
+import {
+  Conns,
+  eventually,
+  jobReply,
+  list,
+  putId,
+  stats,
+  statsTube,
+  tubeName,
+  waitersOn,
+  watchOnly,
+} from "../harness/wire_checks.ts";
 
 const B = "BAD_FORMAT\r\n";
 const U = "UNKNOWN_COMMAND\r\n";
@@ -489,8 +500,7 @@ function badInputSuite(target: Target, scope: Scope): void {
         await w.cmd(`watch ${t}`);
         const id = await putId(w, "keep me");
         assert.equal(await w.cmd(`reserve-job ${id}`), jobReply("RESERVED", id, "keep me"));
-        await other.cmd(`watch ${t}`);
-        await other.cmd("ignore default");
+        await watchOnly(other, t);
         other.send("reserve-with-timeout 5\r\n");
         await waitersOn(w, t, 1);
         w.close();
@@ -553,8 +563,7 @@ function badInputSuite(target: Target, scope: Scope): void {
       { few: true },
       async (w, other) => {
         const t = tubeName("behind");
-        await w.cmd(`watch ${t}`);
-        await w.cmd("ignore default");
+        await watchOnly(w, t);
         w.send("reserve\r\nlist-tube-used\r\nfrob\r\npeek 0\r\n");
         await waitersOn(other, t, 1);
         assert.ok(await w.silentFor(100), "nothing is answered before the reserve");
@@ -573,8 +582,7 @@ function badInputSuite(target: Target, scope: Scope): void {
 
     kase("160 KB pipelined behind a blocked reserve: all answered once it is", {}, async (w, other) => {
       const t = tubeName("behind-big");
-      await w.cmd(`watch ${t}`);
-      await w.cmd("ignore default");
+      await watchOnly(w, t);
       const N = 10_000;
       w.send("reserve\r\n" + "list-tube-used\r\n".repeat(N));
       await waitersOn(other, t, 1);

@@ -95,7 +95,7 @@ interface Figures {
 
 /**
  * The slow reader beside a flood: it pipelines READER_PEEKS peeks of a 1,000-byte job in
- * one write (~48 KB: less than HOLD_MAX in adapters/bun.ts, 64 KiB, which a client that
+ * one write (~48 KB: less than HOLD_MAX in adapters/bun_input.ts, 64 KiB, which a client that
  * reads never has to write ahead of its replies) and reads 256 KB of replies every
  * 100 ms (~2.5 s in all). One that writes 100 KB ahead and reads slowly looks, for its
  * first second or so, like a client that never reads (the kernel takes ~2 MB of replies
@@ -207,7 +207,7 @@ describe(`clients that flood and never read: ${RUNTIME} server`, () => {
    * Issue 21's target: 128 MiB for 1,000 flooders, on both runtimes. Bun takes all the
    * kernel has queued in one read (the TCP receive window: 90-128 KB per flooder here),
    * so 1,000 stalled flooders held ~100 MB of input at once: +134-150 MiB before the
-   * budget on held input (adapters/bun.ts). Deno reads 256 bytes first: +41 MiB.
+   * budget on held input (adapters/bun_input.ts). Deno reads 256 bytes first: +41 MiB.
    */
   const MANY_MAX = 128 * MiB;
   it(`${many} clients flooding peeks for ${manyMs / 1000} s, never reading: RSS growth <= ${MANY_MAX / MiB} MiB`, async () => {
@@ -245,7 +245,7 @@ describe(`clients that flood and never read: ${RUNTIME} server`, () => {
   }
 
   // What a flooder is refused, a client that reads gets: input held back while its
-  // replies go out (Bun: adapters/bun.ts's held chunks; Deno's TLS: reads stopped under
+  // replies go out (Bun: adapters/bun_input.ts's held chunks; Deno's TLS: reads stopped under
   // the TLS socket) is all served, in order, and a half-close after it is seen only
   // once it has been.
   const pipelined: [string, () => Promise<Served>, string | false][] = [
@@ -289,7 +289,7 @@ describe(`clients that flood and never read: ${RUNTIME} server`, () => {
     });
   }
 
-  // adapters/bun.ts holds views of the chunks Bun hands over, not copies: a Bun that
+  // adapters/bun_input.ts holds views of the chunks Bun hands over, not copies: a Bun that
   // reused its read buffer would corrupt held input, so this must fail first. And it
   // detaches a chunk's buffer once used: cheap only while the chunk is all of it.
   it("Bun hands over each read in a buffer of its own", { skip: RUNTIME !== "bun" && "Bun only" }, async () => {
@@ -331,7 +331,7 @@ describe(`clients that flood and never read: ${RUNTIME} server`, () => {
     const changed = kept.filter((k) => !Buffer.from(k.chunk).equals(Buffer.from(k.copy))).length;
     assert.equal(changed, 0, `${changed} of ${kept.length} chunks changed after their data callback`);
     // And each is the whole of its buffer, which the adapter may then detach once used
-    // (adapters/bun.ts, free()); a chunk in a shared buffer would be copied first.
+    // (adapters/bun_input.ts, free()); a chunk in a shared buffer would be copied first.
     const shared = kept.filter((k) => k.chunk.byteOffset !== 0 || k.chunk.byteLength !== k.chunk.buffer.byteLength);
     assert.equal(shared.length, 0, `${shared.length} of ${kept.length} chunks share a buffer`);
   });

@@ -16,7 +16,7 @@ import {
 } from "../harness/postgres.ts";
 import { getText, HTTP_KINDS, type HttpRunning, startWithHttp } from "../harness/http.ts";
 import { dial, type Wire } from "../harness/wire.ts";
-import { eventually, timed } from "./wire_suite.ts";
+import { eventually, timed } from "../harness/wire_checks.ts";
 import postgres from "postgres";
 import { pgTarget } from "../../adapters/pg_client.ts";
 import { driverOptions } from "../../adapters/pg_options.ts";

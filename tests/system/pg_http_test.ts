@@ -19,7 +19,7 @@ import { Queue } from "../../core/memory/queue.ts";
 import { Service } from "../../protocol/service.ts";
 import { renderMetrics } from "../../protocol/http/metrics.ts";
 import { overview } from "../../protocol/http/views.ts";
-import { putId } from "./wire_suite.ts";
+import { putId } from "../harness/wire_checks.ts";
 
 const CHROMIUM = process.env.TUBEWAY_CHROMIUM ?? "/usr/bin/chromium";
 

@@ -11,7 +11,7 @@ import { startProcess } from "../harness/targets.ts";
 import { dial } from "../harness/wire.ts";
 import { acquirePostgres, type Postgres, skipWithoutPostgres, uniqueSchema } from "../harness/postgres.ts";
 import { MemoryFiles } from "../harness/files_memory.ts";
-import { migrateOut } from "../../front/migrate.ts";
+import { migrateOut } from "../../front/migrate_out.ts";
 import { pgClient } from "../../adapters/pg_client.ts";
 
 const SERVER = RUNTIME === "bun" ? [...BUN_SERVER] : [...DENO_SERVER];

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { BUN_SERVER, DENO_SERVER, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { beanstalkd, buildBinary, freePort, type Running, runToEnd, startProcess } from "../harness/targets.ts";
 import { STATS_KEYS, TUBE_KEYS } from "../harness/stats_keys.ts";
-import { parseMigrateArgs } from "../../front/migrate.ts";
+import { parseMigrateArgs } from "../../front/migrate_args.ts";
 import { dial, type Wire } from "../harness/wire.ts";
 import { acquirePostgres, type Postgres, skipWithoutPostgres, uniqueSchema } from "../harness/postgres.ts";
 import { assertSame, buriedOrder, killed, viewAll, WRITE_JOBS_Z, writeJobs } from "../harness/job_views.ts";

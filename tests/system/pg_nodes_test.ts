@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { bunServer, denoServer, type Running } from "../harness/targets.ts";
 import { type Postgres, skipWithoutPostgres, startPostgres, uniqueSchema } from "../harness/postgres.ts";
 import { dial, type Wire } from "../harness/wire.ts";
-import { jobReply, putId, timed } from "./wire_suite.ts";
+import { jobReply, putId, timed } from "../harness/wire_checks.ts";
 
 describe("nodes over PostgreSQL", { skip: skipWithoutPostgres }, () => {
   let pg: Postgres | undefined;

@@ -18,7 +18,7 @@ import { RUNTIME } from "../harness/paths.ts";
 import { acquirePostgres, skipWithoutPostgres, uniqueSchema } from "../harness/postgres.ts";
 import { bunServer, denoServer } from "../harness/targets.ts";
 import { dial } from "../harness/wire.ts";
-import { putId, statsJob, statsTube } from "./wire_suite.ts";
+import { putId, statsJob, statsTube } from "../harness/wire_checks.ts";
 
 describe("one node over PostgreSQL: a job whose delay ended while another transaction holds it", {
   skip: skipWithoutPostgres,

@@ -17,7 +17,8 @@ import { beanstalkd, type Target } from "../harness/targets.ts";
 import { STATS_KEYS } from "../harness/stats_keys.ts";
 import { clients, clientTest, runAgainst } from "../harness/clients.ts";
 import { bunPgNodes, denoPgNodes, type RunningNodes } from "../harness/pg_nodes.ts";
-import { Conns, putId, stats, wireSuite } from "./wire_suite.ts";
+import { Conns, putId, stats } from "../harness/wire_checks.ts";
+import { wireSuite } from "./wire_suite.ts";
 
 const NODES = RUNTIME === "bun" ? bunPgNodes : denoPgNodes;
 

@@ -70,8 +70,8 @@ export interface Standing {
 }
 
 /**
- * What the extensions kept that the target (beanstalkd's format, or the PostgreSQL
- * engine for migrate) cannot: one line each, none when nothing.
+ * What the extensions (docs/extensions.md) kept that the target (beanstalkd's format, or the
+ * PostgreSQL engine for migrate) cannot: one line each, none when nothing.
  */
 export function dropped(jobs: readonly JobRecord[], kept: Partial<Standing>, verb = "exported"): string[] {
   const out: string[] = [];

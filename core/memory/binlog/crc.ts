@@ -9,7 +9,7 @@ const POLY = 0x82f63b78;
  * T[k][b]: CRC of byte b followed by k zero bytes (slicing-by-8 tables), as signed 32-bit
  * integers: JavaScriptCore (Bun) loads a Uint32Array entry of 2^31 or more as a double,
  * and XORing those costs conversions; Int32Array keeps every step in int32 on both
- * engines (10-20% faster per record on both).
+ * engines (faster per record on both: docs/benchmark.md, Measurements behind the code).
  */
 function makeTables(): Int32Array[] {
   const tables: Int32Array[] = [];

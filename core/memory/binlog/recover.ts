@@ -22,7 +22,7 @@
 //     ready. Delayed keeps its absolute deadline. No size check against -z: a job
 //     that was accepted is replayed whatever -z is now (beanstalkd's off-by-two
 //     check loses jobs of the maximum size and everything after them).
-//   * Extensions: a full record with extensions (kind 4) is a full record that also
+//   * Extensions (docs/extensions.md): a full record with extensions (kind 4) is a full record that also
 //     carries a key and an origin; a purge (kind 5) deletes each job it lists; a tube
 //     policy (kind 6) or limits (kind 7) replace the tube's (all zero: remove them); a
 //     schedule (kind 8) replaces the schedule of its name (no tube: removes it); a

@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../../core/clock.ts";
 import { Queue } from "../../../core/memory/queue.ts";
+import { jobRecord } from "../../harness/job_record.ts";
 import type { Client, Job } from "../../../core/memory/model.ts";
 import type { JobOut, WaitEnd } from "../../../core/engine.ts";
 
@@ -305,22 +306,17 @@ describe("drain and restore", () => {
   it("restores jobs in their states and continues ids above every id seen", () => {
     const { clock, q, conn } = setup();
     const wall = clock.wallMs();
-    const rec = (id: number, state: "ready" | "reserved" | "delayed" | "buried", deadlineAtMs = 0) => ({
-      id,
-      tube: "t",
-      pri: id,
-      delayMs: 0,
-      ttrMs: 1000,
-      createdAtMs: wall - 5000,
-      deadlineAtMs,
-      state,
-      reserves: 1,
-      timeouts: 0,
-      releases: 0,
-      buries: 0,
-      kicks: 0,
-      body: body(`job${id}`),
-    });
+    const rec = (id: number, state: "ready" | "reserved" | "delayed" | "buried", deadlineAtMs = 0) =>
+      jobRecord(id, {
+        tube: "t",
+        pri: id,
+        ttrMs: 1000,
+        createdAtMs: wall - 5000,
+        deadlineAtMs,
+        state,
+        reserves: 1,
+        body: body(`job${id}`),
+      });
     q.restore([
       rec(3, "buried"),
       rec(1, "buried"),

@@ -6,6 +6,7 @@
 // failure or unexpected error prints "<client>: FAIL at <step>: <detail>" and
 // exits 1; success prints "<client>: ok (<n> checks)" and exits 0.
 
+import { readFileSync } from "node:fs";
 import { inspect, isDeepStrictEqual } from "node:util";
 
 /** Fails the script with a message naming the step. */
@@ -61,6 +62,13 @@ export class Checker {
     }
   }
 
+  /** The fields scenario.json expects of the stats-job or stats-tube reply at the current step. */
+  want() {
+    const fields = SCENARIO.fields[this.current];
+    if (!fields) throw new Error(`scenario.json has no fields for step ${inspect(this.current)}`);
+    return fields;
+  }
+
   /** Expect `fn` to reject/throw; `match` tests the error text. */
   async rejects(what, fn, match) {
     this.count++;
@@ -76,63 +84,22 @@ export class Checker {
   }
 }
 
-/** Keys that `stats` must report (a subset of beanstalkd 1.12's list). */
-export const STATS_KEYS = [
-  "current-jobs-urgent",
-  "current-jobs-ready",
-  "current-jobs-reserved",
-  "current-jobs-delayed",
-  "current-jobs-buried",
-  "cmd-put",
-  "cmd-reserve",
-  "cmd-delete",
-  "cmd-stats",
-  "job-timeouts",
-  "total-jobs",
-  "max-job-size",
-  "current-tubes",
-  "current-connections",
-  "total-connections",
-  "pid",
-  "version",
-  "uptime",
-];
+const readJson = (path) => JSON.parse(readFileSync(new URL(path, import.meta.url), "utf8"));
+const KEYS = readJson("../../harness/stats_keys.json");
+/** What every client script expects, by step (the same file serves pheanstalk.php and beaneater.rb). */
+const SCENARIO = readJson("./scenario.json");
 
+/** Keys that `stats` must report: all of beanstalkd 1.12's. */
+export const STATS_KEYS = KEYS.stats;
 /** Keys that `stats-job` must report. */
-export const STATS_JOB_KEYS = [
-  "id",
-  "tube",
-  "state",
-  "pri",
-  "age",
-  "delay",
-  "ttr",
-  "time-left",
-  "file",
-  "reserves",
-  "timeouts",
-  "releases",
-  "buries",
-  "kicks",
-];
-
+export const STATS_JOB_KEYS = KEYS["stats-job"];
 /** Keys that `stats-tube` must report. */
-export const STATS_TUBE_KEYS = [
-  "name",
-  "current-jobs-urgent",
-  "current-jobs-ready",
-  "current-jobs-reserved",
-  "current-jobs-delayed",
-  "current-jobs-buried",
-  "total-jobs",
-  "current-using",
-  "current-watching",
-  "current-waiting",
-  "cmd-delete",
-  "cmd-pause-tube",
-  "pause",
-  "pause-time-left",
-];
+export const STATS_TUBE_KEYS = KEYS["stats-tube"];
+
+/** `stats` at the end, as scenario.json says it grew from `before` (the first `stats`). */
+export function grown(before) {
+  return Object.fromEntries(Object.entries(SCENARIO.grown).map(([k, d]) => [k, Number(before[k]) + d]));
+}
 
 /**
  * Parse beanstalkd's flat YAML ("---\nkey: value\n..." or "---\n- item\n...").

@@ -1,5 +1,6 @@
 # The Ruby client beaneater (Debian's ruby-beaneater) against a fresh server.
 # Usage: ruby tests/system/clients/beaneater.rb HOST PORT
+require 'json'
 require 'timeout'
 
 begin
@@ -75,19 +76,27 @@ def raises(what, klass)
   raise Mismatch, "#{what}: expected #{klass}, got #{v.inspect}"
 end
 
-STATS_KEYS = %w[
-  current-jobs-urgent current-jobs-ready current-jobs-reserved current-jobs-delayed
-  current-jobs-buried cmd-put cmd-reserve cmd-delete cmd-stats job-timeouts total-jobs
-  max-job-size current-tubes current-connections total-connections pid version uptime
-].freeze
-STATS_JOB_KEYS = %w[
-  id tube state pri age delay ttr time-left file reserves timeouts releases buries kicks
-].freeze
-STATS_TUBE_KEYS = %w[
-  name current-jobs-urgent current-jobs-ready current-jobs-reserved current-jobs-delayed
-  current-jobs-buried total-jobs current-using current-watching current-waiting cmd-delete
-  cmd-pause-tube pause pause-time-left
-].freeze
+# A JSON file of this repository's tests, parsed.
+def read_json(path)
+  JSON.parse(File.read(File.join(__dir__, path)))
+end
+
+# The stats keys, and what every client script expects by step (scenario.json says how).
+KEYS = read_json('../../harness/stats_keys.json').freeze
+STATS_KEYS = KEYS['stats'].freeze
+STATS_JOB_KEYS = KEYS['stats-job'].freeze
+STATS_TUBE_KEYS = KEYS['stats-tube'].freeze
+SCENARIO = read_json('scenario.json').freeze
+
+# The fields scenario.json expects of the stats-job or stats-tube reply at the current step.
+def want
+  SCENARIO['fields'].fetch($step) { raise "scenario.json has no fields for step #{$step}" }
+end
+
+# `stats` at the end, as scenario.json says it grew from before (the first `stats`, as a Hash).
+def grown(before)
+  SCENARIO['grown'].to_h { |k, d| [k, before[key(k)].to_i + d] }
+end
 
 # One `stats` round trip, as the StatStruct beaneater builds from it.
 def server_stats(bc)
@@ -140,51 +149,46 @@ def scenario(host, port)
   j = bc.jobs.find(id1)
   j1 = j.stats
   has_keys 'stats-job', j1, STATS_JOB_KEYS
-  fields 'stats-job', j1, 'id' => id1, 'tube' => TUBE, 'state' => 'ready', 'pri' => 10, 'delay' => 0,
-                          'ttr' => 30, 'reserves' => 0
+  fields 'stats-job', j1, { 'id' => id1, 'tube' => TUBE }.merge(want)
 
   step 'stats-tube (one ready)'
   t1 = tube.stats
   has_keys 'stats-tube', t1, STATS_TUBE_KEYS
-  fields 'stats-tube', t1, 'name' => TUBE, 'current-jobs-urgent' => 1, 'current-jobs-ready' => 1,
-                           'current-jobs-reserved' => 0, 'current-jobs-delayed' => 0,
-                           'current-jobs-buried' => 0, 'total-jobs' => 1, 'current-using' => 1,
-                           'current-watching' => 1
+  fields 'stats-tube', t1, { 'name' => TUBE }.merge(want)
 
   step 'reserve'
   r = bc.tubes.reserve
   eq 'reserve', job(r), [id1, body1]
   step 'stats-job (reserved)'
-  fields 'stats-job', r.stats, 'state' => 'reserved', 'reserves' => 1
+  fields 'stats-job', r.stats, want
   ok 'job reports reserved', r.reserved?
   step 'stats-tube (one reserved)'
-  fields 'stats-tube', tube.stats, 'current-jobs-ready' => 0, 'current-jobs-reserved' => 1
+  fields 'stats-tube', tube.stats, want
 
   step 'touch'
   eq 'touch status', r.touch[:status], 'TOUCHED'
   step 'stats-job (after touch)'
   jt = r.stats
-  fields 'stats-job', jt, 'state' => 'reserved'
+  fields 'stats-job', jt, want
   ok 'stats-job time-left <= ttr after touch', jt.time_left.to_i <= 30, jt.time_left
 
   step 'release with delay'
   eq 'release status', r.release(pri: 20, delay: 60)[:status], 'RELEASED'
   step 'stats-job (delayed)'
-  fields 'stats-job', r.stats, 'state' => 'delayed', 'pri' => 20, 'delay' => 60, 'releases' => 1
+  fields 'stats-job', r.stats, want
   step 'peek-delayed'
   eq 'peek-delayed', job(tube.peek(:delayed)), [id1, body1]
   step 'peek-ready (none)'
   eq 'peek-ready with only a delayed job', tube.peek(:ready), nil
   step 'stats-tube (one delayed)'
-  fields 'stats-tube', tube.stats, 'current-jobs-delayed' => 1, 'current-jobs-ready' => 0,
-                                   'current-jobs-reserved' => 0
+  fields 'stats-tube', tube.stats, want
 
   step 'kick (delayed)'
   k = tube.kick(5)
   eq 'kick status', k[:status], 'KICKED'
   eq 'kick count', k[:id].to_s, '1'
   step 'stats-job (kicked)'
-  fields 'stats-job', r.stats, 'state' => 'ready', 'kicks' => 1
+  fields 'stats-job', r.stats, want
 
   step 'reserve (again)'
   r = bc.tubes.reserve
@@ -192,12 +196,11 @@ def scenario(host, port)
   step 'bury'
   eq 'bury status', r.bury(pri: 7)[:status], 'BURIED'
   step 'stats-job (buried)'
-  fields 'stats-job', r.stats, 'state' => 'buried', 'pri' => 7, 'buries' => 1
+  fields 'stats-job', r.stats, want
   step 'peek-buried'
   eq 'peek-buried', job(tube.peek(:buried)), [id1, body1]
   step 'stats-tube (one buried)'
-  fields 'stats-tube', tube.stats, 'current-jobs-buried' => 1, 'current-jobs-ready' => 0,
-                                   'current-jobs-reserved' => 0
+  fields 'stats-tube', tube.stats, want
 
   step 'put (second job)'
   body2 = 'second job'
@@ -206,10 +209,9 @@ def scenario(host, port)
   step 'kick (buried only)'
   eq 'kick count with a buried and a ready job', tube.kick(5)[:id].to_s, '1'
   step 'stats-job (kicked from buried)'
-  fields 'stats-job', bc.jobs.find(id1).stats, 'state' => 'ready', 'kicks' => 2, 'pri' => 7
+  fields 'stats-job', bc.jobs.find(id1).stats, want
   step 'stats-tube (two ready)'
-  fields 'stats-tube', tube.stats, 'current-jobs-buried' => 0, 'current-jobs-ready' => 2,
-                                   'current-jobs-urgent' => 2, 'total-jobs' => 2
+  fields 'stats-tube', tube.stats, want
 
   step 'reserve (priority order)'
   r = bc.tubes.reserve
@@ -246,7 +248,7 @@ def scenario(host, port)
   r = bc.tubes.reserve
   eq 'reserve', job(r), [id3, body3]
   step 'stats-job (other tube)'
-  fields 'stats-job', r.stats, 'tube' => OTHER, 'state' => 'reserved'
+  fields 'stats-job', r.stats, { 'tube' => OTHER }.merge(want)
   step 'delete (other tube)'
   eq 'delete status', r.delete[:status], 'DELETED'
   step 'ignore other tube'
@@ -255,19 +257,11 @@ def scenario(host, port)
   eq 'list-tubes-watched', bc.tubes.watched.map(&:name), [TUBE]
 
   step 'stats-tube (end)'
-  fields 'stats-tube', tube.stats, 'current-jobs-urgent' => 0, 'current-jobs-ready' => 0,
-                                   'current-jobs-reserved' => 0, 'current-jobs-delayed' => 0,
-                                   'current-jobs-buried' => 0, 'total-jobs' => 2, 'cmd-delete' => 2,
-                                   'current-watching' => 1, 'current-using' => 0
+  fields 'stats-tube', tube.stats, want
   step 'stats (end)'
   s1 = server_stats(bc)
   has_keys 'stats', s1, STATS_KEYS
-  fields 'stats', s1, 'current-jobs-ready' => s0['current_jobs_ready'],
-                      'current-jobs-buried' => s0['current_jobs_buried'],
-                      'current-jobs-delayed' => s0['current_jobs_delayed'],
-                      'current-jobs-reserved' => s0['current_jobs_reserved'],
-                      'total-jobs' => s0['total_jobs'].to_i + 3,
-                      'cmd-put' => s0['cmd_put'].to_i + 3
+  fields 'stats', s1, grown(s0)
 
   step 'close'
   bc.close

@@ -101,21 +101,37 @@ function throws(string $what, callable $fn, string $pattern): void
     throw new Mismatch("$what: expected an error, got " . show($v));
 }
 
-const STATS_KEYS = [
-    'current-jobs-urgent', 'current-jobs-ready', 'current-jobs-reserved', 'current-jobs-delayed',
-    'current-jobs-buried', 'cmd-put', 'cmd-reserve', 'cmd-delete', 'cmd-stats', 'job-timeouts',
-    'total-jobs', 'max-job-size', 'current-tubes', 'current-connections', 'total-connections',
-    'pid', 'version', 'uptime',
-];
-const STATS_JOB_KEYS = [
-    'id', 'tube', 'state', 'pri', 'age', 'delay', 'ttr', 'time-left', 'file',
-    'reserves', 'timeouts', 'releases', 'buries', 'kicks',
-];
-const STATS_TUBE_KEYS = [
-    'name', 'current-jobs-urgent', 'current-jobs-ready', 'current-jobs-reserved',
-    'current-jobs-delayed', 'current-jobs-buried', 'total-jobs', 'current-using',
-    'current-watching', 'current-waiting', 'cmd-delete', 'cmd-pause-tube', 'pause', 'pause-time-left',
-];
+/** A JSON file of this repository's tests, decoded. */
+function readJson(string $path): array
+{
+    $text = file_get_contents(__DIR__ . '/' . $path);
+    $v = $text === false ? null : json_decode($text, true);
+    if (!is_array($v)) throw new \RuntimeException("cannot read $path");
+    return $v;
+}
+
+// The stats keys, and what every client script expects by step (scenario.json says how).
+$KEYS = readJson('../../harness/stats_keys.json');
+define('STATS_KEYS', $KEYS['stats']);
+define('STATS_JOB_KEYS', $KEYS['stats-job']);
+define('STATS_TUBE_KEYS', $KEYS['stats-tube']);
+define('SCENARIO', readJson('scenario.json'));
+
+/** The fields scenario.json expects of the stats-job or stats-tube reply at the current step. */
+function want(): array
+{
+    global $STEP;
+    if (!isset(SCENARIO['fields'][$STEP])) throw new \RuntimeException("scenario.json has no fields for step $STEP");
+    return SCENARIO['fields'][$STEP];
+}
+
+/** `stats` at the end, as scenario.json says it grew from $before (the first `stats`). */
+function grown(array $before): array
+{
+    $out = [];
+    foreach (SCENARIO['grown'] as $k => $d) $out[$k] = (int) $before[$k] + $d;
+    return $out;
+}
 
 function scenario(string $host, int $port): void
 {
@@ -161,57 +177,43 @@ function scenario(string $host, int $port): void
     step('stats-job (ready)');
     $j1 = statsArray($p->statsJob(new JobId($id1)));
     hasKeys('stats-job', $j1, STATS_JOB_KEYS);
-    fields('stats-job', $j1, ['id' => $id1, 'tube' => TUBE, 'state' => 'ready', 'pri' => 10, 'delay' => 0, 'ttr' => 30, 'reserves' => 0]);
+    fields('stats-job', $j1, ['id' => $id1, 'tube' => TUBE] + want());
 
     step('stats-tube (one ready)');
     $t1 = statsArray($p->statsTube(TUBE));
     hasKeys('stats-tube', $t1, STATS_TUBE_KEYS);
-    fields('stats-tube', $t1, [
-        'name' => TUBE,
-        'current-jobs-urgent' => 1,
-        'current-jobs-ready' => 1,
-        'current-jobs-reserved' => 0,
-        'current-jobs-delayed' => 0,
-        'current-jobs-buried' => 0,
-        'total-jobs' => 1,
-        'current-using' => 1,
-        'current-watching' => 1,
-    ]);
+    fields('stats-tube', $t1, ['name' => TUBE] + want());
 
     step('reserve');
     $r = $p->reserve();
     eq('reserve', job($r), [$id1, $body1]);
     step('stats-job (reserved)');
-    fields('stats-job', statsArray($p->statsJob($r)), ['state' => 'reserved', 'reserves' => 1]);
+    fields('stats-job', statsArray($p->statsJob($r)), want());
     step('stats-tube (one reserved)');
-    fields('stats-tube', statsArray($p->statsTube(TUBE)), ['current-jobs-ready' => 0, 'current-jobs-reserved' => 1]);
+    fields('stats-tube', statsArray($p->statsTube(TUBE)), want());
 
     step('touch');
     $p->touch($r);
     step('stats-job (after touch)');
     $jt = statsArray($p->statsJob($r));
-    fields('stats-job', $jt, ['state' => 'reserved']);
+    fields('stats-job', $jt, want());
     ok('stats-job time-left <= ttr after touch', (int) $jt['time-left'] <= 30, $jt['time-left']);
 
     step('release with delay');
     $p->release($r, 20, 60);
     step('stats-job (delayed)');
-    fields('stats-job', statsArray($p->statsJob($r)), ['state' => 'delayed', 'pri' => 20, 'delay' => 60, 'releases' => 1]);
+    fields('stats-job', statsArray($p->statsJob($r)), want());
     step('peek-delayed');
     eq('peek-delayed', job($p->peekDelayed()), [$id1, $body1]);
     step('peek-ready (none)');
     eq('peek-ready with only a delayed job', $p->peekReady(), null);
     step('stats-tube (one delayed)');
-    fields('stats-tube', statsArray($p->statsTube(TUBE)), [
-        'current-jobs-delayed' => 1,
-        'current-jobs-ready' => 0,
-        'current-jobs-reserved' => 0,
-    ]);
+    fields('stats-tube', statsArray($p->statsTube(TUBE)), want());
 
     step('kick (delayed)');
     eq('kick count', $p->kick(5), 1);
     step('stats-job (kicked)');
-    fields('stats-job', statsArray($p->statsJob($r)), ['state' => 'ready', 'kicks' => 1]);
+    fields('stats-job', statsArray($p->statsJob($r)), want());
 
     step('reserve (again)');
     $r = $p->reserve();
@@ -219,15 +221,11 @@ function scenario(string $host, int $port): void
     step('bury');
     $p->bury($r, 7);
     step('stats-job (buried)');
-    fields('stats-job', statsArray($p->statsJob($r)), ['state' => 'buried', 'pri' => 7, 'buries' => 1]);
+    fields('stats-job', statsArray($p->statsJob($r)), want());
     step('peek-buried');
     eq('peek-buried', job($p->peekBuried()), [$id1, $body1]);
     step('stats-tube (one buried)');
-    fields('stats-tube', statsArray($p->statsTube(TUBE)), [
-        'current-jobs-buried' => 1,
-        'current-jobs-ready' => 0,
-        'current-jobs-reserved' => 0,
-    ]);
+    fields('stats-tube', statsArray($p->statsTube(TUBE)), want());
 
     step('put (second job)');
     $body2 = 'second job';
@@ -236,14 +234,9 @@ function scenario(string $host, int $port): void
     step('kick (buried only)');
     eq('kick count with a buried and a ready job', $p->kick(5), 1);
     step('stats-job (kicked from buried)');
-    fields('stats-job', statsArray($p->statsJob(new JobId($id1))), ['state' => 'ready', 'kicks' => 2, 'pri' => 7]);
+    fields('stats-job', statsArray($p->statsJob(new JobId($id1))), want());
     step('stats-tube (two ready)');
-    fields('stats-tube', statsArray($p->statsTube(TUBE)), [
-        'current-jobs-buried' => 0,
-        'current-jobs-ready' => 2,
-        'current-jobs-urgent' => 2,
-        'total-jobs' => 2,
-    ]);
+    fields('stats-tube', statsArray($p->statsTube(TUBE)), want());
 
     step('reserve (priority order)');
     $r = $p->reserve();
@@ -279,7 +272,7 @@ function scenario(string $host, int $port): void
     $r = $p->reserve();
     eq('reserve', job($r), [$id3, $body3]);
     step('stats-job (other tube)');
-    fields('stats-job', statsArray($p->statsJob($r)), ['tube' => OTHER, 'state' => 'reserved']);
+    fields('stats-job', statsArray($p->statsJob($r)), ['tube' => OTHER] + want());
     step('delete (other tube)');
     $p->delete($r);
     step('ignore other tube');
@@ -288,28 +281,11 @@ function scenario(string $host, int $port): void
     eq('list-tubes-watched', $p->listTubesWatched(true), [TUBE]);
 
     step('stats-tube (end)');
-    fields('stats-tube', statsArray($p->statsTube(TUBE)), [
-        'current-jobs-urgent' => 0,
-        'current-jobs-ready' => 0,
-        'current-jobs-reserved' => 0,
-        'current-jobs-delayed' => 0,
-        'current-jobs-buried' => 0,
-        'total-jobs' => 2,
-        'cmd-delete' => 2,
-        'current-watching' => 1,
-        'current-using' => 0,
-    ]);
+    fields('stats-tube', statsArray($p->statsTube(TUBE)), want());
     step('stats (end)');
     $s1 = statsArray($p->stats());
     hasKeys('stats', $s1, STATS_KEYS);
-    fields('stats', $s1, [
-        'current-jobs-ready' => $s0['current-jobs-ready'],
-        'current-jobs-buried' => $s0['current-jobs-buried'],
-        'current-jobs-delayed' => $s0['current-jobs-delayed'],
-        'current-jobs-reserved' => $s0['current-jobs-reserved'],
-        'total-jobs' => (int) $s0['total-jobs'] + 3,
-        'cmd-put' => (int) $s0['cmd-put'] + 3,
-    ]);
+    fields('stats', $s1, grown($s0));
 }
 
 if ($argc !== 3 || !ctype_digit($argv[2])) {

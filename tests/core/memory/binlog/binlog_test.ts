@@ -4,6 +4,7 @@ import { body, DIR, Engine, logBytes, logNames, memFiles, ok, summary } from "..
 import { openBinlog, WalOpenError } from "../../../../core/memory/binlog/open.ts";
 import { ballastFor, WRITE_RESERVE } from "../../../../core/memory/binlog/ballast.ts";
 import { MemoryFiles } from "../../../harness/files_memory.ts";
+import { jobRecord } from "../../../harness/job_record.ts";
 import type { AppendFile } from "../../../../core/files.ts";
 import { FILE_HEADER_SIZE, IDS_RECORD_SIZE } from "../../../../core/memory/binlog/codec.ts";
 
@@ -53,25 +54,7 @@ describe("writing", () => {
 
   test("an update for a job the log does not hold writes nothing", () => {
     const e = new Engine(memFiles()).open();
-    const rec = { ...e.expected()[0], id: 99 };
-    assert.equal(
-      e.wal.update({
-        ...rec,
-        tube: "t",
-        pri: 0,
-        delayMs: 0,
-        ttrMs: 1,
-        createdAtMs: 0,
-        deadlineAtMs: 0,
-        state: "deleted",
-        reserves: 0,
-        timeouts: 0,
-        releases: 0,
-        buries: 0,
-        kicks: 0,
-      }),
-      true,
-    );
+    assert.equal(e.wal.update(jobRecord(99, { tube: "t", pri: 0, ttrMs: 1, createdAtMs: 0, state: "deleted" })), true);
     assert.equal(e.wal.stats().recordsWritten, 0);
   });
 
