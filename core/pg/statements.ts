@@ -232,7 +232,7 @@ export function statements(S: string) {
     due: `select ${dueMs} as ms`,
     notify: "select pg_notify($1, $2)",
     /**
-     * The jobs table's dead rows and dead index entries gone (engine.ts #vacuum): a claim
+     * The jobs table's dead rows and dead index entries gone (vacuum.ts): a claim
      * walks its tube's ready index from the head, where the deleted jobs' entries pile up.
      * skip_locked: a vacuum another node runs is enough.
      */
