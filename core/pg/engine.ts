@@ -301,6 +301,9 @@ export class PgEngine implements Engine<PgClient> {
   setBackoff(tube: string, baseSec: number, capSec: number): Promise<"OK" | "INTERNAL_ERROR"> {
     return this.#ext.setBackoff(tube, baseSec, capSec);
   }
+  reservedIds(clients: readonly PgClient[]): Promise<number[][]> {
+    return this.#intake.reservedIds(clients);
+  }
 
   // ---- the server -----------------------------------------------------------------
 

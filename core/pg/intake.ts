@@ -210,6 +210,24 @@ export class Intake {
     });
   }
 
+  /**
+   * The ids each client holds reserved now, as the database's reservation columns (node,
+   * conn) say: another node's sweep or lease may have taken a job back since it was
+   * claimed here. A client that never reserved holds nothing (no statement then).
+   */
+  reservedIds(clients: readonly PgClient[]): Promise<number[][]> {
+    if (!clients.some((c) => c.reserving)) return Promise.resolve(clients.map(() => []));
+    const conns = clients.map((c) => c.conn);
+    return this.op(async (tx) => {
+      const rows = await tx.query(this.#q.reservedIds, [this.#node, conns]);
+      return () => {
+        const held = new Map(conns.map((conn) => [conn, [] as number[]]));
+        for (const r of rows) held.get(Number(r.conn))!.push(Number(r.id));
+        return conns.map((conn) => held.get(conn)!);
+      };
+    });
+  }
+
   tubeNames(): Promise<string[]> {
     return this.op(async (tx) => {
       const rows = await tx.query(this.#q.tubeNames);

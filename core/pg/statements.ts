@@ -150,6 +150,12 @@ export function statements(S: string) {
     /** kick-job $1: a buried or delayed job in any tube. */
     kickJob: `update ${S}.jobs j set state = ${READY}, kicks = j.kicks + 1, ready_at = now(), buried_seq = null
       where j.id = $1 and j.state in (${BURIED}, ${DELAYED}) returning j.tube`,
+    /**
+     * The jobs connections $2 of node $1 hold reserved now, by id (stats-conn): a TTR that
+     * ended holds nothing, swept or not (as the counts).
+     */
+    reservedIds: `select conn::float8 as conn, id::float8 as id from ${S}.jobs
+      where state = ${RESERVED} and node = $1 and conn = any($2::int8[]) and deadline > now() order by id`,
     /** A closed connection's reservations ($1 node, $2 connection) straight back to ready. */
     disconnect: `update ${S}.jobs j set ${UNRESERVE}
       where j.state = ${RESERVED} and j.node = $1 and j.conn = $2 returning j.tube`,
