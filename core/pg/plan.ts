@@ -1,8 +1,8 @@
 // A turn's plan and its end. The plan is what gathered since the last turn (intake.ts)
 // with the engine's own work: the sweep (due delays and ended TTRs back to ready), the
-// lease when due (lease.ts), tubes to forget (node_tubes.ts). The end runs behind the
-// commands in the same transaction: it forgets tubes left empty, tells the other nodes
-// what became ready, claims jobs for the waiting clients (serving.ts) and this turn's
+// lease when due (lease.ts), tubes to forget (node_tubes.ts), before the commands. The
+// end runs behind the commands in the same transaction: it tells the other nodes what
+// became ready, claims jobs for the waiting clients (serving.ts) and this turn's
 // reserves, and learns when the next thing falls due. What the commands found that the
 // end, issued before their rows came, did not know goes to the next turn (late findings).
 import type { Statements } from "./statements.ts";
@@ -33,41 +33,43 @@ export interface PlanParts {
   kick: () => void;
 }
 
-/** Findings of a turn for the next one: tubes readied, something due, tubes left empty. */
+/** Findings of a turn for the next one: tubes readied, something due. */
 interface Late {
   readied: Iterable<string>;
   due: boolean;
-  emptied: Iterable<string>;
 }
 
 export class Planner {
   readonly #p: PlanParts;
   /**
    * What a committed turn's ops found that its end, issued before their rows came, did
-   * not know: tubes readied (by a sweep, release, kick, ...), something due, tubes left
-   * empty. The next turn notifies, claims and forgets for them (a turn is asked for the
-   * first two; tubes left empty wait for one).
+   * not know: tubes readied (by a sweep, release, kick, ...), something due. The next
+   * turn notifies and claims for them.
    */
-  #late = { readied: new Set<string>(), due: false, emptied: new Set<string>() };
+  #late = { readied: new Set<string>(), due: false };
 
   constructor(parts: PlanParts) {
     this.#p = parts;
   }
 
-  /** What gathered since the last turn, as one transaction's plan; undefined when there is nothing to do. */
-  plan(slot: number): Plan | undefined {
+  /**
+   * What gathered since the last turn, as one transaction's plan; undefined when there is
+   * nothing to do; "wait" when a tube a turn in flight forgets was made again here (what
+   * is done to the new one must not run beside that turn, and be forgotten with the old).
+   */
+  plan(slot: number): Plan | "wait" | undefined {
     const { q, node, intake, serving, tubes } = this.#p;
+    if (tubes.waitForDrops) return "wait";
     const late = this.#late;
     const work = intake.size + (tubes.hasDrops ? 1 : 0) + late.readied.size + (late.due ? 1 : 0);
     if (work === 0 && !serving.wanted) return undefined;
-    this.#late = { readied: new Set(), due: false, emptied: new Set() };
+    this.#late = { readied: new Set(), due: false };
     const g = intake.take();
     const order = serving.take();
     const ops: Op[] = [this.#sweepOp(slot)];
     if (order.leaseDue) ops.push(this.#p.lease.op());
     const drops = tubes.takeDrops();
-    const dropsDone = drops?.done;
-    if (drops) ops.push(this.#dropOp(drops.names));
+    if (drops) ops.push(internalOp(async (tx) => void await tx.query(q.dropTubes, [drops.names])));
     if (g.puts.length > 0) ops.push(putOp(q, node, slot, g.puts));
     if (g.deletes.length > 0) {
       ops.push(deleteOp(q, node, slot, g.deletes));
@@ -91,14 +93,17 @@ export class Planner {
         // claims run again if the turn does: unmark the last attempt's
         for (const c of served) c.claiming = false;
         served = serving.toServe(turn, order);
-        return this.#end(tx, turn, served, reserves, order, late.emptied).then((then) => () => {
-          then();
-          dropsDone?.();
+        return this.#end(tx, turn, served, reserves, order).then((then) => () => {
+          try {
+            then();
+          } finally {
+            drops?.done(); // else the turns waiting for these drops would wait for good
+          }
         });
       },
       failed: (e) => {
         this.#relate(late);
-        dropsDone?.();
+        drops?.done();
         for (const r of reserves) r.reject(e);
         // a database away is logged once, when it goes (outage.ts)
         if (!away(e)) this.#p.error(`pg: transaction failed: ${message(e)}`);
@@ -110,9 +115,7 @@ export class Planner {
   /** Late findings (of a committed turn, or of a failed one's plan) for the next turn. */
   #relate(late: Late): void {
     for (const t of late.readied) this.#late.readied.add(t);
-    for (const t of late.emptied) this.#late.emptied.add(t);
     this.#late.due ||= late.due;
-    // tubes left empty wait for the next turn there is (at the latest the lease's): no turn of their own
     if (this.#late.readied.size > 0 || this.#late.due) this.#p.kick();
   }
 
@@ -123,20 +126,11 @@ export class Planner {
     });
   }
 
-  #dropOp(names: string[]): Op {
-    const { q, tubes } = this.#p;
-    return internalOp(async (tx) => {
-      const gone = names.filter((n) => !tubes.has(n));
-      if (gone.length > 0) await tx.query(q.dropTubes, [gone]);
-    });
-  }
-
   /**
    * The end of a turn, in its transaction, behind the ops' statements (issued before
    * their rows came: it knows of this turn's work what puts said and the last turn's
-   * late findings): forget tubes left empty, tell the other nodes what became ready,
-   * claim jobs for the waiting clients and this turn's reserves, learn when the next
-   * thing falls due. After COMMIT: hand the claimed jobs over; what the ops found that
+   * late findings): tell the other nodes what became ready, claim jobs for the waiting
+   * clients and this turn's reserves, learn when the next thing falls due. After COMMIT: hand the claimed jobs over; what the ops found that
    * this did not know goes to the next turn (#late).
    */
   async #end(
@@ -145,28 +139,20 @@ export class Planner {
     served: PgClient[],
     reserves: ReserveReq[],
     order: ServeOrder,
-    emptiedBefore: ReadonlySet<string>,
   ): Promise<() => void> {
     const { q, node, serving, tubes, intake } = this.#p;
-    const work: Promise<unknown>[] = [];
     const known = new Set(turn.readied);
     const knownDue = turn.due;
-    const emptied = [...emptiedBefore].filter((n) => !tubes.referenced(n));
-    if (emptied.length > 0) work.push(tx.query(q.dropTubes, [emptied]));
-    if (turn.readied.size > 0 || turn.due) work.push(this.#p.lease.notify(tx, turn));
+    const notify = turn.readied.size > 0 || turn.due ? this.#p.lease.notify(tx, turn) : Promise.resolve([]);
     const claims = claimAll(tx, q, node, [...served, ...reserves.map((r) => r.c)]);
     const due = serving.waiters.size > 0 ? tx.query(q.due) : undefined;
-    const [, claimed, dueRows] = await all<unknown>([all(work), claims, due ?? Promise.resolve(undefined)]) as [
+    const [, claimed, dueRows] = await all<unknown>([notify, claims, due ?? Promise.resolve(undefined)]) as [
       unknown,
       Map<PgClient, Row>,
       Row[] | undefined,
     ];
     return () => {
-      this.#relate({
-        readied: [...turn.readied].filter((t) => !known.has(t)),
-        due: turn.due && !knownDue,
-        emptied: turn.emptied,
-      });
+      this.#relate({ readied: [...turn.readied].filter((t) => !known.has(t)), due: turn.due && !knownDue });
       tubes.jobsMoved(turn);
       serving.handOver(served, claimed, jobOut, (c) => intake.unclaim(c));
       let began = 0;

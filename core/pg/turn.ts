@@ -194,7 +194,8 @@ interface Attempt {
 export class TurnRunner {
   readonly #sql: SqlClient;
   readonly #turns: Turns;
-  readonly #plan: (slot: number) => Plan | undefined;
+  /** The plan for a slot; undefined: nothing to do; "wait": work that waits for a turn in flight to end. */
+  readonly #plan: (slot: number) => Plan | "wait" | undefined;
   /** Slots not in use; a plan is made for one of them. */
   readonly #free: number[] = [];
   #inFlight = 0;
@@ -208,7 +209,7 @@ export class TurnRunner {
   constructor(
     sql: SqlClient,
     turns: Turns,
-    plan: (slot: number) => Plan | undefined,
+    plan: (slot: number) => Plan | "wait" | undefined,
     slots = 1,
     waiting?: Waiting,
     metrics?: TurnMetrics,
@@ -248,8 +249,9 @@ export class TurnRunner {
     if (slot === undefined) return;
     const plan = this.#plan(slot);
     const since = this.#since;
-    this.#since = undefined;
-    if (!plan) {
+    // commands held back until a turn in flight ends wait for the database from when they came
+    this.#since = plan === "wait" ? since : undefined;
+    if (plan === undefined || plan === "wait") {
       this.#free.push(slot);
       if (this.#inFlight === 0) { for (const f of this.#idle.splice(0)) f(); }
       return;
