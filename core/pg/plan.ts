@@ -69,7 +69,11 @@ export class Planner {
     const ops: Op[] = [this.#sweepOp(slot)];
     if (order.leaseDue) ops.push(this.#p.lease.op());
     const drops = tubes.takeDrops();
-    if (drops) ops.push(internalOp(async (tx) => void await tx.query(q.dropTubes, [drops.names])));
+    if (drops) {
+      ops.push(internalOp(async (tx) => {
+        await tx.query(q.dropTubes, [drops.names]);
+      }));
+    }
     if (g.puts.length > 0) ops.push(putOp(q, node, slot, g.puts));
     if (g.deletes.length > 0) {
       ops.push(deleteOp(q, node, slot, g.deletes));
