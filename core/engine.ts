@@ -96,8 +96,6 @@ export interface EngineClient {
   readonly usedTube: string;
   /** The watch list in list-tubes-watched order. */
   watchedTubes(): string[];
-  /** Extensions (stats-conn, list-connections): the ids of the jobs it holds reserved, ascending. */
-  reservedIds?(): number[];
   /** Extensions: whether it waits in reserve now. */
   readonly isWaiting?: boolean;
 }
@@ -251,4 +249,9 @@ export interface Engine<C extends EngineClient = EngineClient> {
   setDlq?(tube: string, maxAttempts: number, deadTube: string): Answer<"OK" | "INTERNAL_ERROR">;
   /** set-backoff: a released or timed-out job of the tube comes back delayed (base 0: no backoff). */
   setBackoff?(tube: string, baseSec: number, capSec: number): Answer<"OK" | "INTERNAL_ERROR">;
+  /**
+   * stats-conn, list-connections: the ids of the jobs each client holds reserved now,
+   * ascending, one list per client in their order (a reservation whose TTR ended is none).
+   */
+  reservedIds?(clients: readonly C[]): Answer<number[][]>;
 }
