@@ -12,7 +12,7 @@ import { RUNTIME } from "../harness/paths.ts";
 import { bunPgServer, denoPgServer, inProcess, type Running } from "../harness/targets.ts";
 import { skipWithoutPostgres, uniqueSchema } from "../harness/postgres.ts";
 import { dial, type Wire } from "../harness/wire.ts";
-import { putId } from "./wire_suite.ts";
+import { putId } from "../harness/wire_checks.ts";
 
 const target = RUNTIME === "bun" ? bunPgServer : denoPgServer;
 
