@@ -70,8 +70,7 @@ export {
   type TlsConfig,
   USAGE,
 } from "./front/config.ts";
-export { WalOpenError } from "./core/memory/binlog/open.ts";
 export { VERSION } from "./core/version.ts";
 export { listen, type ListenAddress, type Listening, type ListenOptions, type TlsMaterial } from "./adapters/listen.ts";
 export { hostInfo } from "./adapters/host_node.ts";
-export { type Opened, type OpenOptions, openService } from "./front/open.ts";
+export { type Opened, type OpenOptions, openService, WalOpenError } from "./front/open.ts";

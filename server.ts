@@ -4,7 +4,7 @@
 //   deno run --allow-net --allow-read --allow-write --allow-env --allow-sys server.ts -p 11300
 //   bun run server.ts -p 11300
 import process from "node:process";
-import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, openSync, readFileSync, unlinkSync } from "node:fs";
 import { type Config, HTTP_TOKEN_ENV, parseConfig, PG_URL_ENV, type TlsConfig, USAGE } from "./front/config.ts";
 import { createLogger, type Logger } from "./core/log.ts";
 import { VERSION } from "./core/version.ts";
@@ -17,16 +17,14 @@ import {
   type TlsMaterial,
 } from "./adapters/listen.ts";
 import { loadTls } from "./front/tls_files.ts";
-import { WalOpenError } from "./core/memory/binlog/open.ts";
-import { type Opened, openService } from "./front/open.ts";
+import { type Opened, openService, WalOpenError } from "./front/open.ts";
 import { openPgService, PgOpenError } from "./front/open_pg.ts";
 import { pgTarget } from "./adapters/pg_client.ts";
 import { serveHttp } from "./adapters/http.ts";
 import { httpHandler } from "./protocol/http/handler.ts";
 import type { Service } from "./protocol/service.ts";
-import { nodeFiles } from "./adapters/files_node.ts";
-import { EXPORT_USAGE, exportBinlog, parseExportArgs } from "./core/memory/beanstalkd_log/export.ts";
 import { migrateCommand } from "./front/migrate_cli.ts";
+import { exportCommand } from "./front/export_cli.ts";
 
 /** beanstalkd's prefix for usage errors, which keep its exact wording (scripts match them). */
 const PREFIX = "tubeway";
@@ -114,34 +112,6 @@ function envVar(name: string): string | undefined {
 function onSignal(signal: "SIGTERM" | "SIGINT" | "SIGUSR1", handler: () => void): void {
   if ("Deno" in globalThis) Deno.addSignalListener(signal, handler);
   else process.on(signal, handler);
-}
-
-/** `tubeway export-binlog -b DIR OUT`: exit 0 done, 5 usage, 10 DIR locked, 1 other trouble. */
-function exportCommand(args: string[]): never {
-  const parsed = parseExportArgs(args);
-  if (parsed.kind === "help") {
-    process.stdout.write(EXPORT_USAGE);
-    process.exit(0);
-  }
-  if (parsed.kind === "error") {
-    console.error(`${PREFIX}: export-binlog: ${parsed.message}`);
-    process.stderr.write(EXPORT_USAGE);
-    process.exit(5);
-  }
-  // a one-shot command for a person or a script: plain lines, as its usage errors
-  function quit(message: string, code: number): never {
-    console.error(`${PREFIX}: export-binlog: ${message}`);
-    process.exit(code);
-  }
-  try {
-    mkdirSync(parsed.out, { recursive: true });
-  } catch (e) {
-    quit(`cannot create ${parsed.out}: ${(e as Error).message}`, 1);
-  }
-  const r = exportBinlog(parsed.dir, parsed.out, nodeFiles(), (m) => console.error(`${PREFIX}: ${m}`), Date.now());
-  if (r.kind === "failed") quit(r.message, r.locked ? 10 : 1);
-  for (const line of r.lines) console.log(line);
-  process.exit(0);
 }
 
 /** The flags as a Config; -h, -v and usage errors print and exit here. */

@@ -123,8 +123,6 @@ export interface EngineClient {
   readonly usedTube: string;
   /** The watch list in list-tubes-watched order. */
   watchedTubes(): string[];
-  /** Extensions (stats-conn, list-connections): the ids of the jobs it holds reserved, ascending. */
-  reservedIds?(): number[];
   /** Extensions: whether it waits in reserve now. */
   readonly isWaiting?: boolean;
 }
@@ -292,4 +290,9 @@ export interface Engine<C extends EngineClient = EngineClient> {
   unschedule?(name: string): Answer<"DELETED" | Refusal>;
   /** list-schedules: every schedule, by name. */
   listSchedules?(): Answer<ScheduleInfo[]>;
+  /**
+   * stats-conn, list-connections: the ids of the jobs each client holds reserved now,
+   * ascending, one list per client in their order (a reservation whose TTR ended is none).
+   */
+  reservedIds?(clients: readonly C[]): Answer<number[][]>;
 }

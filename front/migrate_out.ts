@@ -2,8 +2,8 @@
 // says how).
 import { errorText } from "../core/files.ts";
 import type { JobRecord } from "../core/memory/wal.ts";
+import type { Row, Sql } from "../core/pg/sql.ts";
 import { type Flow, readFlow, writeFlow } from "./migrate_flow.ts";
-import type { Sql } from "../core/pg/sql.ts";
 import { BURIED, DELAYED, ID_BLOCK, SCHEMA_VERSION } from "../core/pg/schema.ts";
 import type { RetryPolicy } from "../core/engine.ts";
 import { openBinlog } from "../core/memory/binlog/open.ts";
@@ -50,30 +50,7 @@ export async function migrateOut(env: MigrateEnv, schema: string, dir: string): 
     return dbFailure(env, e, true);
   }
   const now = env.nowWallMs();
-  const jobs = snap.rows.map((r): JobRecord => {
-    const state = Number(r.state);
-    const left = Number(r.left_ms ?? 0);
-    const delayed = state === DELAYED && left > 0;
-    return {
-      id: Number(r.id),
-      tube: String(r.tube),
-      pri: Number(r.pri),
-      delayMs: Number(r.delay_ms),
-      ttrMs: Number(r.ttr_ms),
-      createdAtMs: Math.round(now - Number(r.age_ms)),
-      deadlineAtMs: delayed ? Math.round(now + left) : 0,
-      // reserved (or due) jobs come back ready, as after a restart
-      state: state === BURIED ? "buried" : delayed ? "delayed" : "ready",
-      reserves: Number(r.reserves),
-      timeouts: Number(r.timeouts),
-      releases: Number(r.releases),
-      buries: Number(r.buries),
-      kicks: Number(r.kicks),
-      body: r.body as Uint8Array,
-      ...(r.ukey == null ? {} : { key: String(r.ukey) }),
-      ...(r.dlq_from == null ? {} : { from: String(r.dlq_from) }),
-    };
-  });
+  const jobs = snap.rows.map((r) => recordOf(r, now));
   let maxId = snap.maxId;
   for (const j of jobs) maxId = Math.max(maxId, j.id);
   const written = await writeLog(env, dir, jobs, maxId, snap.policies, snap.flow);
@@ -93,6 +70,32 @@ export async function migrateOut(env: MigrateEnv, schema: string, dir: string): 
     );
   }
   return { kind: "done", lines };
+}
+
+/** A job row of the snapshot as a log record, its times measured against this machine's wall clock `now`. */
+function recordOf(r: Row, now: number): JobRecord {
+  const state = Number(r.state);
+  const left = Number(r.left_ms ?? 0);
+  const delayed = state === DELAYED && left > 0;
+  return {
+    id: Number(r.id),
+    tube: String(r.tube),
+    pri: Number(r.pri),
+    delayMs: Number(r.delay_ms),
+    ttrMs: Number(r.ttr_ms),
+    createdAtMs: Math.round(now - Number(r.age_ms)),
+    deadlineAtMs: delayed ? Math.round(now + left) : 0,
+    // reserved (or due) jobs come back ready, as after a restart
+    state: state === BURIED ? "buried" : delayed ? "delayed" : "ready",
+    reserves: Number(r.reserves),
+    timeouts: Number(r.timeouts),
+    releases: Number(r.releases),
+    buries: Number(r.buries),
+    kicks: Number(r.kicks),
+    body: r.body as Uint8Array,
+    ...(r.ukey == null ? {} : { key: String(r.ukey) }),
+    ...(r.dlq_from == null ? {} : { from: String(r.dlq_from) }),
+  };
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Config } from "./config.ts";
 import { Queue } from "../core/memory/queue.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
 import type { Binlog } from "../core/memory/binlog/binlog.ts";
-import { openBinlog } from "../core/memory/binlog/open.ts";
+import { openBinlog, WalOpenError } from "../core/memory/binlog/open.ts";
 import { noWal } from "../core/memory/wal.ts";
 import { importBeanstalkd } from "../core/memory/beanstalkd_log/takeover.ts";
 import { type HostInfo } from "../protocol/host.ts";
@@ -17,6 +17,8 @@ import { nodeFiles } from "../adapters/files_node.ts";
 import { hostInfo } from "../adapters/host_node.ts";
 import { runtimeTurns } from "../adapters/turns.ts";
 import type { Turns } from "../core/clock.ts";
+
+export { WalOpenError };
 
 /** How {@linkcode openService} reports and what it runs on. */
 export interface OpenOptions {

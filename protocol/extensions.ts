@@ -61,6 +61,8 @@ const METHOD: Partial<Record<Op, keyof Engine>> = {
   [OP.PEEK_TUBE]: "peekTube",
   [OP.SET_DLQ]: "setDlq",
   [OP.SET_BACKOFF]: "setBackoff",
+  [OP.STATS_CONN]: "reservedIds",
+  [OP.LIST_CONNECTIONS]: "reservedIds",
   ...FLOW_METHOD,
 };
 
@@ -224,15 +226,10 @@ export function dispatchExtension(s: Session, op: Op): Step | Promise<Step> {
         for (const x of s.ctx.sessions()) if (x.id === cmd.id) target = x;
       }
       if (!target) return reply(s.out, R.NOT_FOUND);
-      s.out.data("---\n" + connectionYaml(target, ""));
-      return STEP.NEXT;
+      return connections(s, [target], "");
     }
-    case OP.LIST_CONNECTIONS: {
-      let y = "---\n";
-      for (const x of s.ctx.sessions()) y += connectionYaml(x, "- ");
-      s.out.data(y);
-      return STEP.NEXT;
-    }
+    case OP.LIST_CONNECTIONS:
+      return connections(s, [...s.ctx.sessions()], "- ");
     case OP.DRAIN:
       // the state after the command, as beanstalkd-pi answers (stats' draining shows it too)
       if (cmd.state === "on") q.drain();
@@ -333,14 +330,28 @@ export function statsTubeAllYaml(tubes: readonly TubeStats[]): string {
 }
 
 /**
- * One connection as stats-conn shows it, beanstalkd-pi's keys in its order; `first`
- * starts the first line ("- " in list-connections, whose other lines are indented).
+ * stats-conn (`first` "") or list-connections ("- "): these connections, once the engine
+ * says which jobs each holds (a database engine answers later).
  */
-function connectionYaml(x: Session, first: string): string {
+function connections(s: Session, xs: Session[], first: string): Step | Promise<Step> {
+  return answer(s, s.engine.reservedIds!(xs.map((x) => x.client)), (s, held) => {
+    let y = "---\n";
+    xs.forEach((x, i) => (y += connectionYaml(x, first, held[i]!)));
+    s.out.data(y);
+    return STEP.NEXT;
+  });
+}
+
+/**
+ * One connection as stats-conn shows it, beanstalkd-pi's keys in its order; `first`
+ * starts the first line ("- " in list-connections, whose other lines are indented);
+ * `held` the ids of the jobs it holds reserved.
+ */
+function connectionYaml(x: Session, first: string, held: readonly number[]): string {
   const c = x.client;
   const pad = first === "" ? "" : "  ";
   const watching = c.watchedTubes().sort().join(", ");
-  const reserved = (c.reservedIds?.() ?? []).join(", ");
+  const reserved = held.join(", ");
   return `${first}id: ${x.id}\n` +
     `${pad}addr: ${scalar(x.addr)}\n` +
     `${pad}tube: ${scalar(c.usedTube)}\n` +

@@ -96,4 +96,9 @@ export abstract class QueueViews {
   peekTube(tube: string, state: ListState): Job | undefined {
     return this.x.peekTube(tube, state);
   }
+
+  /** stats-conn, list-connections: the ids each client holds reserved, ascending. */
+  reservedIds(clients: readonly Client[]): number[][] {
+    return clients.map((c) => c.reservedIds());
+  }
 }

@@ -1,5 +1,5 @@
 // The extension commands (docs/extensions.md) on the PostgreSQL engine: each is an op
-// of the next turn (engine.ts #op), so it commits with the turn's other commands and is
+// of the next turn (intake.ts op()), so it commits with the turn's other commands and is
 // answered after COMMIT, like every stock command. Cluster-wide by construction: keys
 // are unique through an index, policies live in a table and are applied by a trigger
 // wherever the release or the TTR timeout runs (schema.ts, migration 3). What stays per
@@ -12,7 +12,7 @@ import { all, type TurnState } from "./turn.ts";
 import { BURIED, DELAYED } from "./schema.ts";
 import { jobOut } from "./views.ts";
 
-/** Runs a command's statements in the next turn; its answer after COMMIT (engine.ts #op). */
+/** Runs a command's statements in the next turn; its answer after COMMIT (intake.ts op()). */
 export type RunOp = <T>(run: (tx: Sql, turn: TurnState) => Promise<() => T>) => Promise<T>;
 
 /** Times put-unique looks again when the key's holder went between its insert and its look. */

@@ -159,6 +159,12 @@ export function statements(S: string) {
     /** kick-job $1: a buried or delayed job in any tube. */
     kickJob: `update ${S}.jobs j set state = ${READY}, kicks = j.kicks + 1, ready_at = now(), buried_seq = null
       where j.id = $1 and j.state in (${BURIED}, ${DELAYED}) returning j.tube`,
+    /**
+     * The jobs connections $2 of node $1 hold reserved now, by id (stats-conn): a TTR that
+     * ended holds nothing, swept or not (as the counts).
+     */
+    reservedIds: `select conn::float8 as conn, id::float8 as id from ${S}.jobs
+      where state = ${RESERVED} and node = $1 and conn = any($2::int8[]) and deadline > now() order by id`,
     /** A closed connection's reservations ($1 node, $2 connection) straight back to ready. */
     disconnect: `update ${S}.jobs j set ${UNRESERVE}
       where j.state = ${RESERVED} and j.node = $1 and j.conn = $2 returning j.tube`,
@@ -228,26 +234,26 @@ export function statements(S: string) {
         pause_until = excluded.pause_until
       returning 1`,
     /**
-     * Forget tubes $1 that have no jobs (nothing here refers to them): their pause and
-     * counters go with them. A count row goes when it is 0 (rechecked if another node is
-     * changing it right now) or when its node's lease lapsed, and only when no live node's
-     * row holds a count: the sums stay right whatever runs at the same time.
+     * Forget tubes $1 that have no jobs and no policy: their pause and counters go with
+     * them. Their count rows (one per node and slot that counted for them) are locked
+     * first, so a put or delete counting on one right now is waited for, and go only
+     * if their jobs add up to 0: the sums stay right whatever runs at the same time (a
+     * count row made after this statement began is another transaction's, and stays).
      */
-    dropTubes: `with g as (
+    dropTubes: `with l as materialized (
+        select tube, jobs from ${S}.tube_counts where tube = any($1::text[]) order by tube, node, slot for update),
+      g as (
         select name from unnest($1::text[]) as u(name)
         where name <> 'default' and not exists (select 1 from ${S}.policies where tube = u.name)
           and not exists (select 1 from ${S}.tubes where name = u.name and (max_reserved > 0 or rate_count > 0))
-          and (select coalesce(sum(jobs), 0) from ${S}.tube_counts where tube = u.name) = 0
-          and not exists (select 1 from ${S}.tube_counts c join ${S}.nodes n on n.id = c.node
-            where c.tube = u.name and c.jobs <> 0 and n.lease_until >= now())),
-      c as (delete from ${S}.tube_counts x using g where x.tube = g.name
-        and (x.jobs = 0 or x.node in (select id from ${S}.nodes where lease_until < now())))
+          and (select coalesce(sum(jobs), 0) from l where l.tube = u.name) = 0),
+      c as (delete from ${S}.tube_counts x using g where x.tube = g.name)
       delete from ${S}.tubes x using g where x.name = g.name`,
     /** Ms until the next delayed job is due, a TTR ends or a pause ends, anywhere; null when nothing is. */
     due: `select ${dueMs} as ms`,
     notify: "select pg_notify($1, $2)",
     /**
-     * The jobs table's dead rows and dead index entries gone (engine.ts #vacuum): a claim
+     * The jobs table's dead rows and dead index entries gone (vacuum.ts): a claim
      * walks its tube's ready index from the head, where the deleted jobs' entries pile up.
      * skip_locked: a vacuum another node runs is enough.
      */

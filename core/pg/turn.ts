@@ -182,11 +182,20 @@ export async function untilBack<T>(w: Waiting, run: () => Promise<T>, since = w.
   }
 }
 
+/** One attempt of a turn's transaction: what its ops and its end will answer (once it ran), for after COMMIT. */
+interface Attempt {
+  running: Promise<(() => unknown)[]> | undefined;
+  ending: Promise<() => void> | undefined;
+  /** When every statement had answered (TurnMetrics.answered), for the COMMIT's time. */
+  answered: number;
+}
+
 /** Runs transactions, up to `slots` at once, each with the plan of what gathered meanwhile. */
 export class TurnRunner {
   readonly #sql: SqlClient;
   readonly #turns: Turns;
-  readonly #plan: (slot: number) => Plan | undefined;
+  /** The plan for a slot; undefined: nothing to do; "wait": work that waits for a turn in flight to end. */
+  readonly #plan: (slot: number) => Plan | "wait" | undefined;
   /** Slots not in use; a plan is made for one of them. */
   readonly #free: number[] = [];
   #inFlight = 0;
@@ -200,7 +209,7 @@ export class TurnRunner {
   constructor(
     sql: SqlClient,
     turns: Turns,
-    plan: (slot: number) => Plan | undefined,
+    plan: (slot: number) => Plan | "wait" | undefined,
     slots = 1,
     waiting?: Waiting,
     metrics?: TurnMetrics,
@@ -240,8 +249,9 @@ export class TurnRunner {
     if (slot === undefined) return;
     const plan = this.#plan(slot);
     const since = this.#since;
-    this.#since = undefined;
-    if (!plan) {
+    // commands held back until a turn in flight ends wait for the database from when they came
+    this.#since = plan === "wait" ? since : undefined;
+    if (plan === undefined || plan === "wait") {
       this.#free.push(slot);
       if (this.#inFlight === 0) { for (const f of this.#idle.splice(0)) f(); }
       return;
@@ -255,54 +265,22 @@ export class TurnRunner {
     });
   }
 
+  /**
+   * Run the plan's transaction until it commits (then answer its commands), or fails for
+   * good (then fail them): again after a deadlock, and while the database is away until
+   * `waitMs` after its first command came.
+   */
   async #run(plan: Plan, since: number | undefined): Promise<void> {
     const w = this.#waiting;
+    const m = this.#metrics;
     const deadline = w ? (since ?? w.clock.now()) + w.waitMs : Infinity;
     let last: unknown;
     for (let attempt = 1;; attempt++) {
       const started = w?.clock.now() ?? 0;
-      const m = this.#metrics;
-      let running: Promise<(() => unknown)[]> | undefined;
-      let ending: Promise<() => void> | undefined;
-      /** The first statement that failed (of the commands', else of the end's), once it has. */
-      let runFailed: unknown, endFailed: unknown;
-      let answered = 0;
+      let done: Attempt;
       try {
-        const stop = new AbortController();
-        // One round trip when the plan is pipelined: the commands' statements, the end's
-        // behind them (they see what the commands did; they know of it only what the ops
-        // said before their rows came), and COMMIT, all pipelined; the rows are read
-        // after COMMIT. Otherwise two: the commands' rows, then the end and COMMIT.
-        const tx = this.#sql.transaction(async (tx) => {
-          const start = m?.begin() ?? 0, turn = new TurnState();
-          running = all(plan.ops.map((op) => op.run(tx, turn)));
-          running.catch((why) => (runFailed ??= why));
-          if (!plan.pipelined) await running;
-          ending = plan.end(tx, turn);
-          ending.then(() => (answered = m?.answered(start) ?? 0), (why) => (endFailed ??= why));
-        }, stop.signal);
-        // A transaction may hang (no host reachable, or only standbys while one is
-        // promoted), or be stuck on a connection that died under it: past the bound,
-        // once the database is known to be away (or long after, if nothing told), or
-        // once the database is back while it is not, it is told to send nothing more,
-        // and answered.
-        await (w
-          ? bounded(
-            w.clock,
-            tx,
-            (now) => stuck(w, started, deadline, now, HANG_MS),
-            () => {
-              stop.abort();
-              tx.catch(() => {});
-              return gaveUp(w.waitMs, last, true);
-            },
-          )
-          : tx);
-      } catch (caught) {
-        // a failed statement makes COMMIT answer ROLLBACK (and the statements after it
-        // fail as "aborted"): the first failed statement is the cause (its answer came
-        // before COMMIT's; a statement never answered is not waited for)
-        const e = runFailed ?? endFailed ?? caught;
+        done = await this.#attempt(plan, started, deadline, last);
+      } catch (e) {
         if (retryable(e) && attempt < MAX_ATTEMPTS) {
           m?.failed(true);
           continue;
@@ -321,32 +299,86 @@ export class TurnRunner {
         // the outage was logged (unless it already passed): not every command it failed
         return this.#fail(plan, w && away(e) && !w.health.available ? logged(e) : e);
       }
-      // Committed (so never run again): the rows, then the answers in the order the
-      // commands came, then the turn's own end.
-      let thens: (() => unknown)[];
-      let end: () => void;
-      try {
-        thens = await running!;
-        end = await ending!;
-      } catch (e) {
-        return this.#fail(plan, e);
-      }
-      m?.committed(answered, plan.commands ?? plan.ops.length);
-      w?.health.back();
-      for (let i = 0; i < thens.length; i++) {
-        const op = plan.ops[i]!;
-        let value: unknown;
-        try {
-          value = thens[i]!();
-        } catch (e) {
-          op.reject(e);
-          continue;
-        }
-        op.resolve(value);
-      }
-      end();
-      return;
+      return this.#committed(plan, done);
     }
+  }
+
+  /**
+   * One attempt of the plan's transaction, begun at `started`. Throws the cause when it
+   * did not commit: a failed statement makes COMMIT answer ROLLBACK (and the statements
+   * after it fail as "aborted"), so the first failed statement is the cause (its answer
+   * came before COMMIT's; a statement never answered is not waited for).
+   */
+  async #attempt(plan: Plan, started: number, deadline: number, last: unknown): Promise<Attempt> {
+    const w = this.#waiting;
+    const m = this.#metrics;
+    const done: Attempt = { running: undefined, ending: undefined, answered: 0 };
+    /** The first statement that failed (of the commands', else of the end's), once it has. */
+    let runFailed: unknown, endFailed: unknown;
+    try {
+      const stop = new AbortController();
+      // One round trip when the plan is pipelined: the commands' statements, the end's
+      // behind them (they see what the commands did; they know of it only what the ops
+      // said before their rows came), and COMMIT, all pipelined; the rows are read
+      // after COMMIT. Otherwise two: the commands' rows, then the end and COMMIT.
+      const tx = this.#sql.transaction(async (tx) => {
+        const start = m?.begin() ?? 0, turn = new TurnState();
+        const running = done.running = all(plan.ops.map((op) => op.run(tx, turn)));
+        running.catch((why) => (runFailed ??= why));
+        if (!plan.pipelined) await running;
+        const ending = done.ending = plan.end(tx, turn);
+        ending.then(() => (done.answered = m?.answered(start) ?? 0), (why) => (endFailed ??= why));
+      }, stop.signal);
+      // A transaction may hang (no host reachable, or only standbys while one is
+      // promoted), or be stuck on a connection that died under it: past the bound,
+      // once the database is known to be away (or long after, if nothing told), or
+      // once the database is back while it is not, it is told to send nothing more,
+      // and answered.
+      await (w
+        ? bounded(
+          w.clock,
+          tx,
+          (now) => stuck(w, started, deadline, now, HANG_MS),
+          () => {
+            stop.abort();
+            tx.catch(() => {});
+            return gaveUp(w.waitMs, last, true);
+          },
+        )
+        : tx);
+    } catch (caught) {
+      throw runFailed ?? endFailed ?? caught;
+    }
+    return done;
+  }
+
+  /**
+   * Committed (so never run again): the rows, then the answers in the order the commands
+   * came, then the turn's own end.
+   */
+  async #committed(plan: Plan, done: Attempt): Promise<void> {
+    let thens: (() => unknown)[];
+    let end: () => void;
+    try {
+      thens = await done.running!;
+      end = await done.ending!;
+    } catch (e) {
+      return this.#fail(plan, e);
+    }
+    this.#metrics?.committed(done.answered, plan.commands ?? plan.ops.length);
+    this.#waiting?.health.back();
+    for (let i = 0; i < thens.length; i++) {
+      const op = plan.ops[i]!;
+      let value: unknown;
+      try {
+        value = thens[i]!();
+      } catch (e) {
+        op.reject(e);
+        continue;
+      }
+      op.resolve(value);
+    }
+    end();
   }
 
   #fail(plan: Plan, e: unknown): void {

@@ -128,6 +128,9 @@ export class LateEngine implements Engine {
   pauseTube(name: string, delaySec: number) {
     return this.#later(this.#inner.pauseTube(name, delaySec));
   }
+  reservedIds(clients: readonly EngineClient[]) {
+    return this.#later(this.#inner.reservedIds!(clients));
+  }
   drain(): void {
     this.#inner.drain();
   }

@@ -112,6 +112,43 @@ describe("an engine that answers later", () => {
   });
 });
 
+describe("stats-conn and list-connections on an engine that tells reservations later", () => {
+  /** What `send` gets on a's connection after a put two jobs and w reserved them, on `engine`. */
+  async function held(engine: Engine, send: string): Promise<string> {
+    const svc = new Service(engine, quiet);
+    try {
+      const [a, w] = [client(svc), client(svc)];
+      a.send("put 1 0 60 1\r\nx\r\nput 1 0 60 1\r\ny\r\n");
+      await a.until((s) => s.includes("INSERTED 2"));
+      w.send("reserve-job 2\r\nreserve-job 1\r\n");
+      await w.until((s) => s.includes("RESERVED 1"));
+      const before = a.out.length;
+      a.send(send + "ping\r\n");
+      return (await a.until((s) => s.endsWith("PONG\r\n"))).slice(before);
+    } finally {
+      svc.close();
+    }
+  }
+
+  it("gives the in-memory engine's bytes", async () => {
+    for (const send of ["stats-conn 2\r\n", "list-connections\r\n", "stats-conn\r\n"]) {
+      const now = await held(memoryEngine({ clock: new ManualClock() }), send);
+      const later = await held(new LateEngine(memoryEngine({ clock: new ManualClock() }), "jitter"), send);
+      assert.equal(later, now, send);
+    }
+    assert.match(await held(memoryEngine({ clock: new ManualClock() }), "stats-conn 2\r\n"), /reserved-jobs: \[1, 2\]/);
+  });
+
+  it("an engine that cannot tell does not serve them (nor list them in capabilities)", async () => {
+    const engine = () => overriding(memoryEngine({ clock: new ManualClock() }), { reservedIds: undefined });
+    assert.equal(
+      await held(engine(), "stats-conn\r\nlist-connections\r\n"),
+      "UNKNOWN_COMMAND\r\n".repeat(2) + "PONG\r\n",
+    );
+    assert.doesNotMatch(await held(engine(), "capabilities\r\n"), /stats-conn|list-connections/);
+  });
+});
+
 describe("the in-memory engine", () => {
   it("answers every command at once: dispatch returns a step, never a promise", () => {
     const svc = new Service(new Queue({ clock: new ManualClock() }), quiet);

@@ -2,7 +2,9 @@
 // every extension with the bytes the in-memory engine answers (the same session sent to
 // both, reply by reply), and two nodes on one schema share keys, policies and tubes
 // (put-unique unique in the cluster, a policy set through one node applied to a release
-// through the other, delete-tube of jobs another node put), with drain mode per node.
+// through the other, delete-tube of jobs another node put), with drain mode per node;
+// stats-conn and list-connections list a connection's reservations as the database holds
+// them.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { RUNTIME } from "../harness/paths.ts";
@@ -126,6 +128,63 @@ async function play(w: Wire, steps: Step[], seen: string[]): Promise<void> {
   }
 }
 
+/** A step on one of two connections: p, a producer and onlooker, and w, a worker. */
+type ConnStep = [conn: "p" | "w", line: string];
+
+/** What stats-conn and list-connections say of p and w through a session (one node, then in memory). */
+const CONN_SESSION: ConnStep[] = [
+  ["p", "put 0 0 60 1"],
+  ["p", "put 0 0 60 1"],
+  ["p", "put 0 0 60 1"],
+  ["p", "put-unique k 0 0 60 1"],
+  ["w", "stats-conn"],
+  ["w", "reserve"],
+  ["w", "reserve"],
+  ["w", "reserve-job 4"],
+  ["w", "stats-conn"],
+  ["p", "stats-conn W"],
+  ["p", "list-connections"],
+  ["w", "delete 2"],
+  ["w", "release 1 0 0"],
+  ["w", "stats-conn"],
+  ["w", "bury 4 0"],
+  ["w", "reserve"],
+  ["p", "list-connections"],
+  ["w", "touch 1"],
+  ["p", "stats-conn W"],
+];
+
+/**
+ * Play CONN_SESSION on a fresh server; the replies with each connection's address and
+ * number written as who it is (they differ between servers by nature).
+ */
+async function playConns(addr: Running["addr"]): Promise<string[]> {
+  const w = { p: await dial(addr), w: await dial(addr) };
+  try {
+    const ids = new Map<string, string>();
+    for (const k of ["p", "w"] as const) {
+      ids.set(/\nid: (\d+)\n/.exec(await w[k].cmd("stats-conn"))![1]!, k.toUpperCase());
+    }
+    const out: string[] = [];
+    for (const [k, line] of CONN_SESSION) {
+      const l = line.replace(/ W$/, ` ${[...ids].find(([, who]) => who === "W")![0]}`);
+      if (l.startsWith("put")) {
+        w[k].send(`${l}\r\n${k}\r\n`);
+        out.push(await w[k].reply());
+        continue;
+      }
+      const yaml = (await w[k].cmd(l)).replace(/^OK \d+\r\n/, "")
+        .replace(/addr: .*\n/g, "addr: *\n")
+        .replace(/id: (\d+)\n/g, (m, id: string) => (ids.has(id) ? `id: ${ids.get(id)}\n` : m));
+      out.push(yaml);
+    }
+    return out;
+  } finally {
+    w.p.close();
+    w.w.close();
+  }
+}
+
 describe(`${target.name}: extensions`, { skip: skipWithoutPostgres }, () => {
   it("one node answers every extension with the in-memory engine's bytes", async () => {
     const mem = await inProcess.start([]);
@@ -152,6 +211,25 @@ describe(`${target.name}: extensions`, { skip: skipWithoutPostgres }, () => {
     } finally {
       a.close();
       b.close();
+      await mem.stop();
+      await pg.stop();
+    }
+  });
+
+  it("stats-conn and list-connections list the jobs a connection holds, as in memory", async () => {
+    const mem = await inProcess.start([]);
+    const pg = await target.start([]);
+    try {
+      const [memReplies, pgReplies] = [await playConns(mem.addr), await playConns(pg.addr)];
+      for (let i = 0; i < CONN_SESSION.length; i++) {
+        assert.equal(pgReplies[i], memReplies[i], `step ${i}: ${CONN_SESSION[i]!.join(": ")}`);
+      }
+      // spot checks that the session does what it says
+      assert.match(memReplies[8]!, /\nreserved-jobs: \[1, 2, 4\]\n/);
+      assert.match(memReplies[10]!, /\n {2}reserved-jobs: \[\]\n[\s\S]*\n {2}reserved-jobs: \[1, 2, 4\]\n/);
+      assert.match(memReplies[13]!, /\nreserved-jobs: \[4\]\n/);
+      assert.match(memReplies[18]!, /\nreserved-jobs: \[1\]\n/);
+    } finally {
       await mem.stop();
       await pg.stop();
     }
@@ -310,6 +388,30 @@ describe(`${target.name}: extensions`, { skip: skipWithoutPostgres }, () => {
         assert.doesNotMatch(await wb.cmd("list-tubes"), /churn/, "no count left behind on B");
       } finally {
         for (const w of [wa, wb, ...workers]) w.close();
+      }
+    });
+
+    it("reserved-jobs is the database's: a job whose TTR ended and that B took is listed on B, not on A", async () => {
+      const [wa, wb] = [await dial(a.addr), await dial(b.addr)];
+      const held = async (w: Wire) => /\nreserved-jobs: \[(.*)\]\n/.exec(await w.cmd("stats-conn"))![1];
+      try {
+        await wa.cmd("use ttr");
+        await wa.cmd("watch ttr");
+        await wb.cmd("watch ttr");
+        const id = await putId(wa, "t", 0, 0, 1);
+        const keep = await putId(wa, "k");
+        assert.match(await wa.cmd(`reserve-job ${id}`), new RegExp(`^RESERVED ${id} `));
+        assert.match(await wa.cmd(`reserve-job ${keep}`), new RegExp(`^RESERVED ${keep} `));
+        assert.equal(await held(wa), `${id}, ${keep}`);
+        await new Promise((r) => setTimeout(r, 1300)); // its TTR of 1 s ends
+        assert.equal(await held(wa), `${keep}`, "a TTR that ended holds nothing, swept or not");
+        assert.match(await wb.cmd("reserve-with-timeout 0"), new RegExp(`^RESERVED ${id} `));
+        assert.equal(await held(wa), `${keep}`);
+        assert.equal(await held(wb), `${id}`);
+        assert.match(await wb.cmd("list-connections"), new RegExp(`\n  reserved-jobs: \\[${id}\\]\n`));
+      } finally {
+        wa.close();
+        wb.close();
       }
     });
 

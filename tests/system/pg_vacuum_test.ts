@@ -1,4 +1,4 @@
-// A node vacuums the jobs table itself after many deletes (core/pg/engine.ts #vacuum):
+// A node vacuums the jobs table itself after many deletes (core/pg/vacuum.ts):
 // autovacuum looks at a table once a minute by default, and a queue whose jobs are
 // deleted as fast as they come fills its claim index with dead entries meanwhile
 // (docs/pg.md#measured). 21,000 puts and deletes, pipelined on 50 connections; then

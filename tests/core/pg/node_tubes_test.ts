@@ -62,6 +62,53 @@ describe("NodeTubes", () => {
     assert.deepEqual(tubes.takeDrops()?.names, ["x"], "x's row (pause, counters) goes too");
   });
 
+  it("a tube left empty is let go of and forgotten with the next turn there is, or before a read", async () => {
+    const { tubes, connect, kicks } = setup();
+    const c = connect();
+    tubes.use(c, "e");
+    const put = new TurnState();
+    put.filled.add("e");
+    tubes.jobsMoved(put);
+    tubes.use(c, "default");
+    assert.equal(tubes.hasDrops, false, "held: it has a job");
+    const before = kicks();
+    const del = new TurnState();
+    del.emptied.add("e");
+    tubes.jobsMoved(del);
+    assert.ok(tubes.hasDrops && !tubes.has("e"));
+    assert.equal(kicks(), before, "no turn of its own");
+    const read = tubes.forgotten();
+    assert.equal(kicks(), before + 1, "a read asks for the turn it waits for");
+    tubes.takeDrops()!.done();
+    await read;
+  });
+
+  it("a tube used again while the turn forgetting it is in flight: the next turn waits for that one", () => {
+    const { tubes, connect } = setup();
+    const c = connect();
+    tubes.use(c, "r");
+    tubes.use(c, "default");
+    const drops = tubes.takeDrops()!;
+    assert.deepEqual(drops.names, ["r"]);
+    assert.equal(tubes.waitForDrops, false);
+    tubes.watch(c, "other");
+    assert.equal(tubes.waitForDrops, false, "another tube is no matter");
+    tubes.use(c, "r");
+    assert.equal(tubes.waitForDrops, true, "r is a new tube: what is done to it must follow the drop");
+    drops.done();
+    assert.equal(tubes.waitForDrops, false);
+    assert.equal(tubes.hasDrops, false, "the new r is referenced: nothing to forget");
+  });
+
+  it("stats-tube of a held tube whose jobs went through another node lets it go", () => {
+    const { tubes } = setup();
+    assert.deepEqual(tubes.sync(rows("h")), ["default", "h"]);
+    assert.ok(tubes.stats("h", { jobs: 1 }), "it has a job: listed");
+    assert.equal(tubes.stats("h", { jobs: 0 }), undefined, "no job left, nothing refers to it: gone");
+    assert.equal(tubes.has("h"), false);
+    assert.deepEqual(tubes.takeDrops()?.names, ["h"]);
+  });
+
   it("a closing connection lets go of its tubes", () => {
     const { tubes, connect } = setup();
     const c = connect();

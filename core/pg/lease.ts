@@ -1,0 +1,120 @@
+// This node's life in the cluster. Its lease: a row of the nodes table that a turn renews
+// every third of its length (serving.ts keeps the time); any live node's renewal releases
+// the reservations of nodes whose lease lapsed. LISTEN/NOTIFY on the schema's channel: a
+// turn that readied jobs tells the other nodes which tubes (or that something falls due),
+// so that their waiting clients are served without polling.
+import type { Clock } from "../clock.ts";
+import type { ClusterNode } from "../engine.ts";
+import type { ListenEvents, Row, Sql, SqlClient } from "./sql.ts";
+import type { Statements } from "./statements.ts";
+import type { Op, TurnState } from "./turn.ts";
+import type { TurnMetrics } from "./metrics.ts";
+import type { Serving } from "./serving.ts";
+import type { Outage } from "./outage.ts";
+import { internalOp } from "./merged.ts";
+
+/** A NOTIFY payload is at most 8000 bytes; past this, "something is due" says enough. */
+const MAX_TUBES_PAYLOAD = 7000;
+
+export interface LeaseParts {
+  sql: SqlClient;
+  q: Statements;
+  /** This node life's id in the nodes table. */
+  node: number;
+  /** The schema holding the tables: its channel is this node's too. */
+  schema: string;
+  clock: Clock;
+  leaseMs: number;
+  /** Where the lease as last renewed is shown (the metrics port). */
+  metrics: TurnMetrics;
+  serving: Serving;
+  /** Told when the LISTEN connection is lost (the database went away, most likely). */
+  outage: Outage;
+}
+
+export class Lease {
+  /** The LISTEN/NOTIFY channel of this schema. */
+  readonly channel: string;
+  readonly #p: LeaseParts;
+
+  constructor(parts: LeaseParts) {
+    this.#p = parts;
+    this.channel = `tubeway.${parts.schema}`;
+    // registered a moment ago (the id block's round trip): close enough for a lease of seconds
+    parts.metrics.leaseRenewed(parts.clock.now(), parts.leaseMs);
+  }
+
+  /** Listen on the channel (once, as the node opens). */
+  listen(): Promise<void> {
+    return this.#p.sql.listen(this.channel, (p) => this.heard(p), this.events);
+  }
+
+  /** Renew the lease in this turn, and release what nodes whose lease lapsed hold. */
+  op(): Op {
+    const { q, node, clock, leaseMs, metrics } = this.#p;
+    let sentAt = 0;
+    return {
+      ...internalOp(async (tx, turn) => {
+        sentAt = clock.now();
+        for (const r of await tx.query(q.lease, [node, leaseMs])) turn.readied.add(r.tube as string);
+      }),
+      resolve: () => metrics.leaseRenewed(sentAt, leaseMs),
+    };
+  }
+
+  /**
+   * Tell the other nodes, at this turn's COMMIT, what became ready in it:
+   * "<node> r <tube>,<tube>...", or "<node> d" when something falls due later (or the
+   * tubes would not fit).
+   */
+  notify(tx: Sql, turn: TurnState): Promise<Row[]> {
+    const node = this.#p.node;
+    const tubes = [...turn.readied].join(",");
+    const payload = tubes.length > MAX_TUBES_PAYLOAD || turn.due ? `${node} d` : `${node} r ${tubes}`;
+    return tx.query(this.#p.q.notify, [this.channel, payload]);
+  }
+
+  /**
+   * The LISTEN connection lost: the database went away (most likely; a turn under way or
+   * the next one tells). LISTEN again: NOTIFYs may have been missed meanwhile, and the
+   * lease may be close to lapsing: renew it now.
+   */
+  readonly events: ListenEvents = {
+    lost: (e) => this.#p.outage.away(e),
+    again: () => {
+      this.#p.serving.renewLease();
+      this.heard(undefined);
+    },
+  };
+
+  /**
+   * A NOTIFY on this schema's channel (as notify() sends it); undefined: LISTEN was
+   * established again, NOTIFYs may have been missed meanwhile.
+   */
+  heard(payload: string | undefined): void {
+    const serving = this.#p.serving;
+    if (payload === undefined) return serving.heard(undefined);
+    const [from, kind, tubes] = payload.split(" ");
+    if (Number(from) === this.#p.node) return;
+    serving.heard(kind === "d" || !tubes ? undefined : tubes.split(","));
+  }
+
+  /** The cluster's nodes whose lease has not lapsed, read now (outside the turns). */
+  nodes(): Promise<ClusterNode[]> {
+    const { sql, q, node } = this.#p;
+    return sql.query(q.liveNodes).then((rows) =>
+      rows.map((r) => ({
+        id: Number(r.id),
+        host: (r.host as string | null) ?? "",
+        pid: Number(r.pid ?? 0),
+        leaseRemainingMs: Math.max(0, Number(r.lease_ms)),
+        self: Number(r.id) === node,
+      }))
+    );
+  }
+
+  /** This node stops: its lease ends now, so any node may release what it still holds. */
+  async retire(): Promise<void> {
+    await this.#p.sql.query(this.#p.q.retire, [this.#p.node]);
+  }
+}

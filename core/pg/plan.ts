@@ -1,0 +1,187 @@
+// A turn's plan and its end. The plan is what gathered since the last turn (intake.ts)
+// with the engine's own work: the sweep (due delays and ended TTRs back to ready), the
+// lease when due (lease.ts), tubes to forget (node_tubes.ts), before the commands. The
+// end runs behind the commands in the same transaction: it tells the other nodes what
+// became ready, claims jobs for the waiting clients (serving.ts) and this turn's
+// reserves, and learns when the next thing falls due. What the commands found that the
+// end, issued before their rows came, did not know goes to the next turn (late findings).
+import type { Statements } from "./statements.ts";
+import type { Row, Sql } from "./sql.ts";
+import { all, type Op, type Plan, type TurnState } from "./turn.ts";
+import { away } from "./sql.ts";
+import { DEADLINE_SOON_MS } from "../clients.ts";
+import type { PgClient } from "./client.ts";
+import type { ServeOrder, Serving } from "./serving.ts";
+import type { NodeTubes } from "./node_tubes.ts";
+import { claimAll, deleteOp, internalOp, putOp } from "./merged.ts";
+import type { Intake, ReserveReq } from "./intake.ts";
+import type { Lease } from "./lease.ts";
+import type { Vacuum } from "./vacuum.ts";
+import { jobOut, message } from "./views.ts";
+
+/** What a turn's plan and end work with: the node's other parts. */
+export interface PlanParts {
+  q: Statements;
+  node: number;
+  intake: Intake;
+  serving: Serving;
+  tubes: NodeTubes;
+  lease: Lease;
+  vacuum: Vacuum;
+  error: (line: string) => void;
+  /** Ask for a turn. */
+  kick: () => void;
+}
+
+/** Findings of a turn for the next one: tubes readied, something due. */
+interface Late {
+  readied: Iterable<string>;
+  due: boolean;
+}
+
+export class Planner {
+  readonly #p: PlanParts;
+  /**
+   * What a committed turn's ops found that its end, issued before their rows came, did
+   * not know: tubes readied (by a sweep, release, kick, ...), something due. The next
+   * turn notifies and claims for them.
+   */
+  #late = { readied: new Set<string>(), due: false };
+
+  constructor(parts: PlanParts) {
+    this.#p = parts;
+  }
+
+  /**
+   * What gathered since the last turn, as one transaction's plan; undefined when there is
+   * nothing to do; "wait" when a tube a turn in flight forgets was made again here (what
+   * is done to the new one must not run beside that turn, and be forgotten with the old).
+   */
+  plan(slot: number): Plan | "wait" | undefined {
+    const { q, node, intake, serving, tubes } = this.#p;
+    if (tubes.waitForDrops) return "wait";
+    const late = this.#late;
+    const work = intake.size + (tubes.hasDrops ? 1 : 0) + late.readied.size + (late.due ? 1 : 0);
+    if (work === 0 && !serving.wanted) return undefined;
+    this.#late = { readied: new Set(), due: false };
+    const g = intake.take();
+    const order = serving.take();
+    const ops: Op[] = [this.#sweepOp(slot)];
+    if (order.leaseDue) ops.push(this.#p.lease.op());
+    const drops = tubes.takeDrops();
+    if (drops) {
+      ops.push(internalOp(async (tx) => {
+        await tx.query(q.dropTubes, [drops.names]);
+      }));
+    }
+    if (g.puts.length > 0) ops.push(putOp(q, node, slot, g.puts));
+    if (g.deletes.length > 0) {
+      ops.push(deleteOp(q, node, slot, g.deletes));
+      this.#p.vacuum.deleted(g.deletes.length);
+    }
+    const commands = g.puts.length + g.deletes.length + g.reserves.length + g.ops.length;
+    // the turn's own ops, puts and deletes issue their one statement at once; other commands may not
+    const pipelined = g.ops.length === 0;
+    ops.push(...g.ops);
+    const reserves = g.reserves;
+    /** The waiting clients this turn claims for (marked claiming until it ends). */
+    let served: PgClient[] = [];
+    return {
+      ops,
+      commands,
+      pipelined,
+      end: (tx, turn) => {
+        // the last turn's late findings are this one's
+        for (const t of late.readied) turn.readied.add(t);
+        turn.due ||= late.due;
+        // claims run again if the turn does: unmark the last attempt's
+        for (const c of served) c.claiming = false;
+        served = serving.toServe(turn, order);
+        return this.#end(tx, turn, served, reserves, order).then((then) => () => {
+          try {
+            then();
+          } finally {
+            drops?.done(); // else the turns waiting for these drops would wait for good
+          }
+        });
+      },
+      failed: (e) => {
+        this.#relate(late);
+        drops?.done();
+        for (const r of reserves) r.reject(e);
+        // a database away is logged once, when it goes (outage.ts)
+        if (!away(e)) this.#p.error(`pg: transaction failed: ${message(e)}`);
+        serving.failed(order, served);
+      },
+    };
+  }
+
+  /** Late findings (of a committed turn, or of a failed one's plan) for the next turn. */
+  #relate(late: Late): void {
+    for (const t of late.readied) this.#late.readied.add(t);
+    this.#late.due ||= late.due;
+    if (this.#late.readied.size > 0 || this.#late.due) this.#p.kick();
+  }
+
+  #sweepOp(slot: number): Op {
+    const { q, node } = this.#p;
+    return internalOp(async (tx, turn) => {
+      for (const r of await tx.query(q.sweep, [node, slot])) turn.readied.add(r.tube as string);
+    });
+  }
+
+  /**
+   * The end of a turn, in its transaction, behind the ops' statements (issued before
+   * their rows came: it knows of this turn's work what puts said and the last turn's
+   * late findings): tell the other nodes what became ready, claim jobs for the waiting
+   * clients and this turn's reserves, learn when the next thing falls due. After COMMIT: hand the claimed jobs over; what the ops found that
+   * this did not know goes to the next turn (#late).
+   */
+  async #end(
+    tx: Sql,
+    turn: TurnState,
+    served: PgClient[],
+    reserves: ReserveReq[],
+    order: ServeOrder,
+  ): Promise<() => void> {
+    const { q, node, serving, tubes, intake } = this.#p;
+    const known = new Set(turn.readied);
+    const knownDue = turn.due;
+    const notify = turn.readied.size > 0 || turn.due ? this.#p.lease.notify(tx, turn) : Promise.resolve([]);
+    const claims = claimAll(tx, q, node, [...served, ...reserves.map((r) => r.c)]);
+    const due = serving.waiters.size > 0 ? tx.query(q.due) : undefined;
+    const [, claimed, dueRows] = await all<unknown>([notify, claims, due ?? Promise.resolve(undefined)]) as [
+      unknown,
+      Map<PgClient, Row>,
+      Row[] | undefined,
+    ];
+    return () => {
+      this.#relate({ readied: [...turn.readied].filter((t) => !known.has(t)), due: turn.due && !knownDue });
+      tubes.jobsMoved(turn);
+      serving.handOver(served, claimed, jobOut, (c) => intake.unclaim(c));
+      let began = 0;
+      for (const r of reserves) if (this.#answer(r, claimed.get(r.c)!)) began++;
+      const ms = dueRows?.[0]?.ms;
+      serving.afterTurn(order, dueRows ? (ms === null ? null : Number(ms)) : undefined, began, turn.readied);
+    };
+  }
+
+  /** After COMMIT: a reserve's answer from its claim's row; true when the client now waits. */
+  #answer(r: ReserveReq, row: Row): boolean {
+    const c = r.c;
+    if (row.id !== null) {
+      if (c.closed) this.#p.intake.unclaim(c);
+      r.resolve(jobOut(row));
+      return false;
+    }
+    const soonMs = row.soon_ms === null ? Infinity : Number(row.soon_ms);
+    if (soonMs <= DEADLINE_SOON_MS) r.resolve("DEADLINE_SOON");
+    else if (r.timeoutMs <= 0 || c.closed) r.resolve("TIMED_OUT");
+    else {
+      this.#p.serving.begin(c, r.timeoutMs, soonMs, row.due_ms === null ? Infinity : Number(row.due_ms));
+      r.resolve(null);
+      return true;
+    }
+    return false;
+  }
+}
