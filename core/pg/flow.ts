@@ -16,7 +16,7 @@
 import type { Clock, TimerHandle } from "../clock.ts";
 import type { NewSchedule, ScheduleInfo } from "../engine.ts";
 import { dueAt, parseSpec } from "../schedule_spec.ts";
-import type { Row, Sql } from "./sql.ts";
+import { away, type Row, type Sql } from "./sql.ts";
 import type { FlowStatements } from "./flow_statements.ts";
 import type { RunOp } from "./extensions.ts";
 import { all } from "./turn.ts";
@@ -76,9 +76,10 @@ export class PgFlow {
       const [rows, next] = await all([sql.query(this.#d.x.limitedTubes), sql.query(this.#d.x.nextSchedule)]);
       this.#limited = new Set(rows!.map((r) => r.name as string));
       this.#arm(next![0]?.ms);
-    }).catch((e) =>
-      this.#d.error(`pg: could not read the limits and schedules: ${e instanceof Error ? e.message : e}`)
-    );
+    }).catch((e) => {
+      // a database away is logged once, when it goes (outage.ts)
+      if (!away(e)) this.#d.error(`pg: could not read the limits and schedules: ${e instanceof Error ? e.message : e}`);
+    });
   }
 
   // ---- limits -------------------------------------------------------------------------
@@ -199,7 +200,7 @@ export class PgFlow {
     if (this.#stopped) return;
     if (this.#dueAt > this.#d.clock.now() || this.#d.draining()) return void this.refresh();
     this.#d.op((tx, turn) => this.#runDue(tx, turn)).then((ms) => this.#arm(ms), (e) => {
-      this.#d.error(`pg: schedules: ${e instanceof Error ? e.message : e}`);
+      if (!away(e)) this.#d.error(`pg: schedules: ${e instanceof Error ? e.message : e}`);
       this.#arm(RETRY_MS);
     });
   }

@@ -28,6 +28,10 @@ describe("flow control through the real server", () => {
     assert.equal(r.maxHeld, 5, "the workers held 5 at once, never more");
     assert.ok(r.maxReservedSeen <= 5 && r.samples > 10, `stats-tube said ${r.maxReservedSeen} (${r.samples} samples)`);
     const rate = r.done / (r.ms / 1000), allowed = 5 * (1000 / holdMs);
+    console.log(
+      `concurrency: held ${r.maxHeld}, stats-tube ${r.maxReservedSeen} (${r.samples} samples), ` +
+        `${r.done} jobs in ${(r.ms / 1000).toFixed(1)} s: ${rate.toFixed(1)}/s of ${allowed}/s`,
+    );
     assert.ok(rate >= 0.6 * allowed, `drained ${rate.toFixed(1)} jobs/s, the limit allows ${allowed}`);
     a.close();
     await kill9(s);
@@ -42,6 +46,7 @@ describe("flow control through the real server", () => {
     const start = Date.now();
     const times = await reserveTimes([s.addr], { tube: "work", workers: 10, seconds });
     const windows = perWindow(times, windowSec * 1000, start + seconds * 1000);
+    console.log(`rate ${count}/${windowSec} s: per window ${windows.join(" ")}`);
     assert.ok(windows.length >= seconds / windowSec - 1, `${windows.length} whole windows`);
     for (const n of windows) assert.ok(Math.abs(n - count) <= 2, `windows: ${windows.join(" ")}`);
     assert.ok(mostInAnyWindow(times, windowSec * 1000, 50) <= count, "never more in any window");

@@ -61,6 +61,10 @@ describe(`flow control over --pg, three ${RUNTIME} nodes`, { skip: skipWithoutPo
     assert.equal(r.maxHeld, 5, "the workers held 5 at once, never more");
     assert.ok(r.maxReservedSeen <= 5 && r.samples > 30, `stats-tube said ${r.maxReservedSeen} (${r.samples} samples)`);
     const rate = r.done / (r.ms / 1000), allowed = 5 * (1000 / holdMs);
+    console.log(
+      `concurrency: held ${r.maxHeld}, stats-tube ${r.maxReservedSeen} (${r.samples} samples), ` +
+        `${r.done} jobs in ${(r.ms / 1000).toFixed(1)} s: ${rate.toFixed(1)}/s of ${allowed}/s`,
+    );
     assert.ok(rate >= 0.6 * allowed, `drained ${rate.toFixed(1)} jobs/s, the limit allows ${allowed}`);
     a.close();
     for (const n of nodes) await kill9(n);
@@ -75,6 +79,7 @@ describe(`flow control over --pg, three ${RUNTIME} nodes`, { skip: skipWithoutPo
     const start = Date.now();
     const times = await reserveTimes(nodes.map((n) => n.addr), { tube: "work", workers: 12, seconds });
     const windows = perWindow(times, windowSec * 1000, start + seconds * 1000);
+    console.log(`rate ${count}/${windowSec} s: per window ${windows.join(" ")}`);
     assert.ok(windows.length >= seconds / windowSec - 1, `${windows.length} whole windows`);
     for (const n of windows) assert.ok(Math.abs(n - count) <= 2, `windows: ${windows.join(" ")}`);
     assert.ok(mostInAnyWindow(times, windowSec * 1000, 100) <= count, "never more in any window");
@@ -104,6 +109,7 @@ describe(`flow control over --pg, three ${RUNTIME} nodes`, { skip: skipWithoutPo
     for (let d = first; d <= last; d++) if (!dues.includes(d)) missing.push(d);
     assert.deepEqual(missing, [], `every due time from ${first} to ${last}`);
     assert.ok(dues.length >= seconds - 2, `${dues.length} runs in ${seconds} s`);
+    console.log(`schedule: ${dues.length} due times from ${first} to ${last}, none twice, none missing`);
     a.close();
     for (const n of nodes) await kill9(n);
   });
