@@ -1,9 +1,9 @@
 // Per-tube flow limits of the in-memory engine (set-concurrency, set-rate;
 // docs/extensions.md): at most N jobs of a tube reserved at once, at most N reservations
-// in any window of S seconds. A tube with limits keeps, in Tube.heldUntil, until when
-// they keep its ready jobs from being reserved; reserve and the serving of waiting
-// clients compare with it as they do with a pause, so a tube without limits (heldUntil
-// 0) pays one comparison and nothing else. The hold is recomputed when a reservation of
+// in any window of S seconds. A tube with limits keeps in Tube.held whether they keep its
+// ready jobs from being reserved now (and in its TubeLimit until when); reserve and the
+// serving of waiting clients test it beside the pause, so a tube without limits pays one
+// test of a boolean and nothing else. The hold is recomputed when a reservation of
 // the tube starts or ends and when the limits change; a hold by the rate ends at a known
 // time, for which the engine's one timer is asked (core/memory/schedule.ts), and then the
 // tube's waiting clients are served: no polling, no timer of its own.
@@ -25,7 +25,7 @@ export class Limits {
   set(t: Tube, l: TubeLimits, now: number): void {
     if (l.concurrency === 0 && l.rateCount === 0) {
       t.limits = null;
-      t.heldUntil = 0;
+      t.held = false;
       this.#rateHeld.delete(t);
       return;
     }
@@ -41,30 +41,31 @@ export class Limits {
 
   /** A reservation of t (a tube with limits) ended: a hold by its concurrency may end (the caller serves). */
   ended(t: Tube, now: number): void {
-    if (t.heldUntil === Infinity) this.#hold(t, now);
+    if (t.limits!.heldUntil === Infinity) this.#hold(t, now);
   }
 
   /** For the timer: tubes whose hold by the rate has run out join `touched`, whose waiters are then served. */
   due(now: number, touched: Set<Tube>): void {
     for (const t of this.#rateHeld) {
-      if (t.heldUntil > now) continue;
+      if (t.limits!.heldUntil > now) continue;
       this.#rateHeld.delete(t);
       this.#hold(t, now);
-      if (t.heldUntil <= now) touched.add(t);
+      if (!t.held) touched.add(t);
     }
   }
 
   /** When a hold by a rate next runs out (monotonic ms), or Infinity. */
   get nextDue(): number {
     let next = Infinity;
-    for (const t of this.#rateHeld) if (t.heldUntil < next) next = t.heldUntil;
+    for (const t of this.#rateHeld) if (t.limits!.heldUntil < next) next = t.limits!.heldUntil;
     return next;
   }
 
   #hold(t: Tube, now: number): void {
     const l = t.limits!;
     const until = l.concurrency > 0 && t.reserved >= l.concurrency ? Infinity : l.rateFreeAt(now);
-    t.heldUntil = until;
+    l.heldUntil = until;
+    t.held = until > now;
     if (until > now && until < Infinity) {
       this.#rateHeld.add(t);
       this.#at(until);
@@ -73,6 +74,6 @@ export class Limits {
 }
 
 /** Ready jobs of t a limit keeps from being reserved now. */
-export function heldJobs(t: Tube, now: number): number {
-  return t.limits !== null && t.heldUntil > now ? t.ready.size : 0;
+export function heldJobs(t: Tube): number {
+  return t.held ? t.ready.size : 0;
 }

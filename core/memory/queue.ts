@@ -141,7 +141,7 @@ export class Queue extends QueueExtensions implements Engine {
     for (const t of c.watching) {
       const j = t.ready.peek();
       // a tube held by a limit is passed over as a paused one is: the client may wait for it
-      if (j && !(t.unpauseAt > now) && !(t.heldUntil > now) && (!best || readyBefore(j, best))) best = j;
+      if (j && !(t.unpauseAt > now) && !t.held && (!best || readyBefore(j, best))) best = j;
     }
     if (best) {
       best.tube.removeReady(best);

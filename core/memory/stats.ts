@@ -65,7 +65,7 @@ export function tubeSnapshot(t: Tube, now: number): TubeSnapshot {
     paused,
     pauseLeftMs: paused ? t.unpauseAt - now : 0,
     oldestReadyMs: oldestReadyMs(t, now),
-    heldJobs: heldJobs(t, now),
+    heldJobs: heldJobs(t),
   };
 }
 

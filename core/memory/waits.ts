@@ -80,7 +80,7 @@ export class Waits {
       let bt: Tube | undefined;
       let bj: Job | undefined;
       for (const t of tubes) {
-        if (t.waiting === 0 || t.unpauseAt > now || t.heldUntil > now) continue;
+        if (t.waiting === 0 || t.unpauseAt > now || t.held) continue;
         const j = t.ready.peek();
         if (j && (!bj || readyBefore(j, bj))) {
           bt = t;
