@@ -174,6 +174,7 @@ export class PgEngine implements Engine<PgClient> {
       takeId: () => this.#ids.take(),
       draining: () => this.#draining,
       error,
+      serve: (tubes) => serving.heard(tubes),
     });
     const counting = { has: (t: readonly string[]) => flow.hasLimited(t), claims: x.claims };
     this.#planner = new Planner({ q, node, intake, serving, tubes, lease, vacuum, counting, error, kick });

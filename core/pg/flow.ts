@@ -46,6 +46,8 @@ export interface FlowDeps {
   draining: () => boolean;
   /** A failure nobody waits for. */
   error: (line: string) => void;
+  /** This node's clients waiting on these tubes claim again (serving.ts). */
+  serve: (tubes: string[]) => void;
 }
 
 export class PgFlow {
@@ -106,6 +108,8 @@ export class PgFlow {
       return () => {
         if (kept) this.#limited.add(tube);
         else this.#limited.delete(tube);
+        // this turn's claims went by what was known before: claim again for the tube's waiting clients
+        this.#d.serve([tube]);
         return "OK" as const;
       };
     });
