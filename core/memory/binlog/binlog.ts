@@ -8,17 +8,11 @@ import type { Clock } from "../../clock.ts";
 import {
   encodeIdsAt,
   encodeJobAt,
-  encodeLimitsAt,
-  encodePolicyAt,
   encodePurgeAt,
-  encodeScheduleAt,
   fullRecordSize,
   GONE,
   IDS_RECORD_SIZE,
-  limitsRecordSize,
-  policyRecordSize,
   purgeRecordSize,
-  scheduleRecordSize,
   type ScheduleRun,
   SHORT_RECORD_SIZE,
 } from "./codec.ts";
@@ -84,8 +78,8 @@ export class Binlog implements Wal {
         if (stopped) this.#tally.writable = false;
       },
     });
-    this.#standing = new Standing(p.standing);
-    this.#segs.onRotate = () => this.#restate();
+    this.#standing = new Standing(p.standing, this.#standingRecord);
+    this.#segs.onRotate = () => this.#standing.restate(this.#segs, (n) => this.#tally.restated(n));
     this.#segs.rotate(this.#idHigh);
     // what is restated in the new file is written before any old file can go
     if (this.#standing.size > 0) this.#segs.flush();
@@ -102,15 +96,12 @@ export class Binlog implements Wal {
     if (this.#segs.pendingDead > 0) this.#fsync.kick();
   }
 
+  /** A new job's full record; a job a schedule put is written with its run, in one record (kind 9). */
   put(rec: JobRecord): boolean {
     return this.#put(rec, undefined);
   }
-
-  /** A job a schedule put, with its run, in one record (kind 9). */
   scheduledPut(rec: JobRecord, name: string, dueSec: number): boolean {
-    if (!this.#put(rec, { name, dueSec })) return false;
-    this.#standing.ran(name, dueSec);
-    return true;
+    return this.#put(rec, { name, dueSec });
   }
 
   #put(rec: JobRecord, run: ScheduleRun | undefined): boolean {
@@ -148,6 +139,7 @@ export class Binlog implements Wal {
     const to: JobInfo = { id: rec.id, file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order };
     if (old) this.#homes.move(old, to);
     else this.#homes.home(to);
+    if (run !== undefined) this.#standing.ran(run.name, run.dueSec);
     this.#afterWrite(size);
     return true;
   }
@@ -170,49 +162,26 @@ export class Binlog implements Wal {
     return true;
   }
 
-  /** set-dlq / set-backoff: the tube's policy from now on (all zero: none). */
+  /** set-dlq / set-backoff, set-concurrency / set-rate, schedule / unschedule: standing.ts writes them. */
   policy(tube: string, p: PolicyRecord): boolean {
-    const encode: Encode = (salt, buf, v, at) => encodePolicyAt(tube, p, salt, buf, v, at);
-    return this.#standingRecord(policyRecordSize(tube, p), encode, () => this.#standing.policy(tube, p));
+    return this.#standing.policy(tube, p);
   }
-
-  /** set-concurrency / set-rate: the tube's limits from now on (all zero: none). */
   limits(tube: string, l: TubeLimits): boolean {
-    const encode: Encode = (salt, buf, v, at) => encodeLimitsAt(tube, l, salt, buf, v, at);
-    return this.#standingRecord(limitsRecordSize(tube), encode, () => this.#standing.limits(tube, l));
+    return this.#standing.limits(tube, l);
   }
-
-  /** schedule: a schedule added or replaced. */
   schedule(s: ScheduleRecord): boolean {
-    const encode: Encode = (salt, buf, v, at) => encodeScheduleAt(s, salt, buf, v, at);
-    return this.#standingRecord(scheduleRecordSize(s), encode, () => this.#standing.schedule(s));
+    return this.#standing.schedule(s);
   }
-
-  /** unschedule: a schedule removed. */
   unschedule(name: string): boolean {
-    const encode: Encode = (salt, buf, v, at) => encodeScheduleAt(name, salt, buf, v, at);
-    return this.#standingRecord(scheduleRecordSize(name), encode, () => this.#standing.unschedule(name));
+    return this.#standing.schedule(name);
   }
 
-  /** A record of what belongs to no job (standing.ts), and what it changes once written. */
-  #standingRecord(size: number, encode: Encode, apply: () => void): boolean {
-    if (this.#closed) return false;
-    if (!this.#write(size, false, true, encode)) return false;
-    apply();
+  /** A record of what belongs to no job (standing.ts): written and counted; false when the log refused it. */
+  readonly #standingRecord = (size: number, encode: Encode): boolean => {
+    if (this.#closed || !this.#write(size, false, true, encode)) return false;
     this.#afterWrite(size);
     return true;
-  }
-
-  /** A new file was started: what stands goes first into it (standing.ts). */
-  #restate(): void {
-    const segs = this.#segs;
-    for (const [size, encode] of this.#standing.records()) {
-      const at = segs.claim(size);
-      encode(segs.current!.seed, segs.buf, segs.view, at); // written once already: cannot throw
-      segs.commit(size, false);
-      this.#tally.restated(size);
-    }
-  }
+  };
 
   /**
    * Write everything pending with one append (see the header). False when that
