@@ -223,7 +223,7 @@ export function scaleWorkloads(quick: boolean): Workload[] {
  * e2e-50 (25 producers → 25 consumers blocked in reserve) with every client also
  * watching a second tube: held at its concurrency limit with jobs ready in it (@limit),
  * or empty with no limit (@none, on a fresh server). A reserve held back by a limit must
- * cost the other tubes nothing: @limit within 5% of @none (issue 28). tubeway only.
+ * cost the other tubes nothing: @limit within 5% of @none. tubeway only.
  */
 function besideLimit(quick: boolean): Workload {
   const held = quick ? 50 : 1000;
