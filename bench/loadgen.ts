@@ -97,6 +97,7 @@ async function doRun(id: number, spec: RunSpec) {
   const setup: [string, string | null][] = tube === "default"
     ? []
     : [[`use ${tube}`, `USING ${tube}`], [`watch ${tube}`, "WATCHING 2"], ["ignore default", "WATCHING 1"]];
+  if (spec.alsoWatch) setup.push([`watch ${spec.alsoWatch}`, "WATCHING 2"]);
   // connect and set up every client
   const clients = await openMany(spec.clients, 64, async (i) => {
     const ports = spec.ports ? spec.ports.split(",").map(Number) : [spec.port];

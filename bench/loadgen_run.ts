@@ -38,6 +38,8 @@ export interface RunSpec {
   sync: boolean;
   /** Seconds of unrecorded load before the measured window (JIT warm-up). */
   warmup?: number;
+  /** A second tube every client also watches (beside-limit: one held back by its limit). */
+  alsoWatch?: string;
 }
 
 export interface RunResult {

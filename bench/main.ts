@@ -11,9 +11,10 @@
 //                          nothing; it only proves the bench still runs.
 //   --only NAME[,NAME]     run only these rows: put-1, put-50, put-50x16,
 //                          put-50x16-16k, rd-50x16, e2e-50, mix-50, mem-1m,
-//                          conns-10k, tubes-10k, wake-1, put-50-sustained,
-//                          e2e-50-sustained; "load" = the first 7, "scale" =
-//                          mem-1m, conns-10k, tubes-10k, "pg" = the last 3;
+//                          conns-10k, tubes-10k, beside-limit, wake-1,
+//                          put-50-sustained, e2e-50-sustained; "load" = the
+//                          first 7, "scale" = mem-1m, conns-10k, tubes-10k,
+//                          beside-limit, "pg" = the last 3;
 //                          "put*" = every name starting with "put"
 //   --targets A,B,...      default: beanstalkd, fixed-deno, deno, fixed-bun, bun,
 //                          then NAME+b and NAME+bf0 for beanstalkd, deno and bun:
@@ -92,7 +93,10 @@
 // pipelines the commands that do not depend on a reply; rd drains a tube pre-filled
 // with 150k jobs per second of run (a faster server just empties it sooner);
 // tubes-10k compares reserve/delete with 10,000 other tubes each watched by an idle
-// connection blocked in reserve against a fresh server with no other tube.
+// connection blocked in reserve against a fresh server with no other tube;
+// beside-limit compares e2e-50 whose clients also watch a tube held at its concurrency
+// limit (jobs ready in it) with the same run beside that tube empty and unlimited
+// (tubeway only: beanstalkd has no limits).
 //
 // Exit status: 0 when every row that ran succeeded, 1 when any FAILED, 2 on bad usage.
 import { readFileSync, writeFileSync } from "node:fs";

@@ -3,6 +3,7 @@
 import { check, prefill, query, runLoad, yamlNum } from "./gen.ts";
 import { HOST, sleep } from "./host.ts";
 import { baseRow, fromLoad, loadSpec, type Row, type Workload } from "./rows.ts";
+import type { RunSpec } from "./loadgen_run.ts";
 import { Server } from "./server.ts";
 import { rdWarmup } from "./workloads_load.ts";
 
@@ -213,6 +214,96 @@ export function scaleWorkloads(quick: boolean): Workload[] {
         return [many, one];
       },
     },
+    besideLimit(quick),
   ];
+  return w;
+}
+
+/**
+ * e2e-50 (25 producers → 25 consumers blocked in reserve) with every client also
+ * watching a second tube: held at its concurrency limit with jobs ready in it (@limit),
+ * or empty with no limit (@none, on a fresh server). A reserve held back by a limit must
+ * cost the other tubes nothing: @limit within 5% of @none. tubeway only.
+ */
+function besideLimit(quick: boolean): Workload {
+  const held = quick ? 50 : 1000;
+  const w: Workload = {
+    row: "beside-limit",
+    title: `e2e-50 with the consumers also watching a tube held at its concurrency limit (${held} jobs held back)` +
+      " vs the same tube empty, no limit",
+    group: "scale",
+    run: async (ctx) => {
+      const e2e = (port: number): RunSpec => ({
+        ...loadSpec(ctx, { kind: "e2e", clients: 50, producers: 25, window: 4, depth: 1, body: 100, tube: "bl" }),
+        port,
+        alsoWatch: "held",
+      });
+      const set = await query(ctx.pool, ctx.server.port, ["set-concurrency held 1"]);
+      if (!(set[0] ?? "").startsWith("CONCURRENCY_SET")) {
+        return [{ ...baseRow(ctx, w), status: "skipped", notes: ["no set-concurrency on this target"] }];
+      }
+      await prefill(ctx.pool, ctx.server.port, "held", held, 100);
+      const id = ctx.pool.nextId();
+      const tag = `holder${id}`;
+      check(
+        await ctx.pool.first.request(
+          {
+            op: "hold",
+            id,
+            host: HOST,
+            port: ctx.server.port,
+            conns: 1,
+            tag,
+            setup: [["watch held", "WATCHING 2"]],
+            tail: "reserve",
+          },
+          "held",
+        ),
+      );
+      let reserved = 0;
+      for (let i = 0; i < 100 && reserved !== 1; i++) {
+        await sleep(10);
+        reserved = yamlNum(
+          (await query(ctx.pool, ctx.server.port, ["stats-tube held"]))[0] ?? "",
+          "current-jobs-reserved",
+        );
+      }
+      const limited = fromLoad(
+        ctx,
+        { ...baseRow(ctx, w), row: "beside-limit @limit" },
+        await runLoad(ctx.pool, ctx.server, e2e(ctx.server.port)),
+        "jobs/s",
+      );
+      const st = (await query(ctx.pool, ctx.server.port, ["stats-tube held"]))[0] ?? "";
+      if (reserved !== 1 || yamlNum(st, "current-jobs-ready") !== held - 1) {
+        limited.status = "FAILED";
+        limited.notes.push(
+          `the held tube was not held: ${reserved} reserved, ${yamlNum(st, "current-jobs-ready")} ready`,
+        );
+      }
+      check(await ctx.pool.first.request({ op: "release", id: ctx.pool.nextId(), tag }, "released"));
+      const fresh = new Server(ctx.target, ctx.cfg.tools);
+      let none: Row;
+      try {
+        await fresh.start();
+        none = fromLoad(
+          ctx,
+          { ...baseRow(ctx, w), row: "beside-limit @none" },
+          await runLoad(ctx.pool, fresh, e2e(fresh.port)),
+          "jobs/s",
+        );
+      } finally {
+        await fresh.stop();
+      }
+      if (limited.status === "ok" && none.status === "ok") {
+        const k = limited.value! / none.value!;
+        const cpu = limited.usPerOp! / none.usPerOp!;
+        limited.checks = `${k.toFixed(3)}× @none's jobs/s, ${cpu.toFixed(3)}× its µs/op: ${
+          k >= 0.95 ? "pass" : "MISS"
+        } (≥0.95)`;
+      }
+      return [limited, none];
+    },
+  };
   return w;
 }

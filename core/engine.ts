@@ -13,7 +13,16 @@
 // the in-memory engine, a commit for a database). Connections, command counters and
 // producer/worker counts are the protocol's (per node); jobs and tubes the engine's.
 import type { Clock } from "./clock.ts";
-import type { EngineMetrics, EngineStats, JobList, JobStats, ListState, TubeSnapshot, TubeStats } from "./snapshots.ts";
+import type {
+  EngineMetrics,
+  EngineStats,
+  JobList,
+  JobStats,
+  ListState,
+  ScheduleInfo,
+  TubeSnapshot,
+  TubeStats,
+} from "./snapshots.ts";
 
 // The seam names every type of it: the snapshots are declared in core/snapshots.ts.
 export type {
@@ -30,6 +39,8 @@ export type {
   LogHealth,
   LogStats,
   RetryPolicy,
+  ScheduleInfo,
+  TubeLimits,
   TubeSnapshot,
   TubeStats,
 } from "./snapshots.ts";
@@ -88,6 +99,22 @@ export interface NewJobAt extends NewJob {
 export interface UniqueJob extends NewJob {
   /** The key. */
   readonly key: string;
+}
+
+/** schedule's recurring job: its name, its spec (core/schedule_spec.ts) and the job each due time puts. */
+export interface NewSchedule {
+  /** Its name (replaces a schedule of that name). */
+  readonly name: string;
+  /** The tube each run puts its job into. */
+  readonly tube: string;
+  /** `every:<seconds>` or a cron expression with `_` between its fields, as the command gave it (well-formed). */
+  readonly spec: string;
+  /** The job's priority. */
+  readonly pri: number;
+  /** The job's time to run, seconds. */
+  readonly ttrSec: number;
+  /** The job's body with its trailing CRLF; the engine may keep it. */
+  readonly body: Uint8Array;
 }
 
 /** A connection as the engine knows it: what it uses and watches. The protocol only reads these. */
@@ -249,6 +276,20 @@ export interface Engine<C extends EngineClient = EngineClient> {
   setDlq?(tube: string, maxAttempts: number, deadTube: string): Answer<"OK" | "INTERNAL_ERROR">;
   /** set-backoff: a released or timed-out job of the tube comes back delayed (base 0: no backoff). */
   setBackoff?(tube: string, baseSec: number, capSec: number): Answer<"OK" | "INTERNAL_ERROR">;
+  /**
+   * set-concurrency: at most `max` jobs of the tube reserved at once (0: no limit); a reserve
+   * waits, as on an empty tube, while the tube is at its limit. The tube exists (created if
+   * needed) while it has a limit.
+   */
+  setConcurrency?(tube: string, max: number): Answer<"OK" | "INTERNAL_ERROR">;
+  /** set-rate: at most `count` reservations of the tube in any window of `windowSec` seconds (count 0: none). */
+  setRate?(tube: string, count: number, windowSec: number): Answer<"OK" | "INTERNAL_ERROR">;
+  /** schedule: add or replace a recurring job; each of its due times puts one job. */
+  schedule?(s: NewSchedule): Answer<"OK" | "INTERNAL_ERROR">;
+  /** unschedule: remove a schedule by name. */
+  unschedule?(name: string): Answer<"DELETED" | Refusal>;
+  /** list-schedules: every schedule, by name. */
+  listSchedules?(): Answer<ScheduleInfo[]>;
   /**
    * stats-conn, list-connections: the ids of the jobs each client holds reserved now,
    * ascending, one list per client in their order (a reservation whose TTR ended is none).

@@ -88,6 +88,38 @@ export interface TubeStats {
   pauseTimeLeft: number;
   /** Only on tubes that have one (stats-tube shows it then): set-dlq's and set-backoff's policy. */
   policy?: RetryPolicy;
+  /** Only on tubes that have them (stats-tube shows them then): set-concurrency's and set-rate's limits. */
+  limits?: TubeLimits;
+}
+
+/** A tube's flow limits (set-concurrency, set-rate); a tube keeps them only while one is not 0. */
+export interface TubeLimits {
+  /** Most jobs of the tube reserved at once; 0: no limit. */
+  concurrency: number;
+  /** Most reservations of the tube in any window of rateWindowSec seconds; 0: no limit. */
+  rateCount: number;
+  /** The window of rateCount, seconds (0 when rateCount is 0). */
+  rateWindowSec: number;
+}
+
+/** A schedule as list-schedules shows it. */
+export interface ScheduleInfo {
+  /** Its name. */
+  name: string;
+  /** The tube its runs put their job into. */
+  tube: string;
+  /** As the schedule command gave it (core/schedule_spec.ts). */
+  spec: string;
+  /** The job's priority. */
+  pri: number;
+  /** The job's time to run, seconds. */
+  ttrSec: number;
+  /** Body bytes, without the CRLF. */
+  size: number;
+  /** When it next puts its job, Unix seconds. */
+  nextDueSec: number;
+  /** The due time of its last run, Unix seconds (0: none yet). */
+  lastDueSec: number;
 }
 
 /** A tube's retry policy (docs/extensions.md): set-dlq's limit and dead-letter tube, set-backoff's delays. */
@@ -110,6 +142,8 @@ export interface TubeSnapshot extends TubeStats {
   pauseLeftMs: number;
   /** Ms since the oldest ready job became ready (0 when none is ready): queue latency. */
   oldestReadyMs: number;
+  /** Ready jobs a limit (set-concurrency, set-rate) keeps from being reserved now (0 without limits). */
+  heldJobs?: number;
 }
 
 /** The engine's part of `stats`: jobs, tubes and the log. */
@@ -176,6 +210,8 @@ export interface EngineMetrics {
   log: LogHealth | undefined;
   /** Jobs moved to a dead-letter tube since start (engines with set-dlq). */
   deadLettered?: number;
+  /** Jobs put by each schedule through this node since start, by schedule name (engines with schedules). */
+  scheduleRuns?: ReadonlyMap<string, number>;
   /** The database under the engine (engines over one, such as --pg). */
   database?: DatabaseHealth;
 }

@@ -3,8 +3,8 @@
 // jobs tubeway would serve if started on the log directory now (its own log, or
 // beanstalkd 1.12's files not imported yet: export.ts's jobsOfDir) go into the schema in
 // one transaction, with their ids, tubes, fields, counters, bodies, put-unique keys and
-// dead letters' origins, and the tubes' retry policies; the id sequence moves past the
-// highest id. Back: every job of the schema, read in one snapshot, is written by the
+// dead letters' origins, the tubes' retry policies and limits, and the schedules
+// (migrate_flow.ts); the id sequence moves past the highest id. Back: every job of the schema, read in one snapshot, is written by the
 // binlog writer (core/memory/binlog/) into a new log directory that `tubeway -b DIR`
 // serves. Times cross over as durations (a job's age, a delay's time left) measured
 // against each side's own clock, never as absolute times, so a database whose clock

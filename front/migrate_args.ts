@@ -12,7 +12,8 @@ With --to: writes every job of the schema as a new tubeway log directory DIR
 
 Kept: ids (new ids go above them), tubes, bodies, priorities, delays (time
 left), TTRs, ages, the five counters, states; reserved jobs become ready, as
-after a restart. Not kept: connections and their reservations, tube pauses,
+after a restart; the tubes' retry policies and limits, and the schedules with
+their last runs. Not kept: connections and their reservations, tube pauses,
 the cmd-* and total-jobs counters (as after a restart).
 
  --pg URL        the database (default: TUBEWAY_PG_URL, then the PG* variables)

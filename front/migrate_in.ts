@@ -2,6 +2,7 @@
 // (front/migrate.ts says how).
 import { errorText } from "../core/files.ts";
 import type { JobRecord } from "../core/memory/wal.ts";
+import { insertFlow } from "./migrate_flow.ts";
 import type { Sql } from "../core/pg/sql.ts";
 import { sqlState } from "../core/pg/sql.ts";
 import { BURIED, DELAYED, migrate, READY } from "../core/pg/schema.ts";
@@ -98,6 +99,7 @@ async function copyIn(
   await insertJobs(tx, schema, jobs, now);
   // read.policies holds the log's PolicyRecords (core/memory/binlog/codec.ts): RetryPolicy's fields
   await insertPolicies(tx, schema, read.policies as ReadonlyMap<string, RetryPolicy>);
+  await insertFlow(tx, schema, read);
   if (read.maxId > 0) {
     // the next block starts past every migrated id (after setval(v), nextval gives v + ID_BLOCK),
     // and never before the next one the sequence would have given

@@ -3,6 +3,7 @@
 import { errorText } from "../core/files.ts";
 import type { JobRecord } from "../core/memory/wal.ts";
 import type { Row, Sql } from "../core/pg/sql.ts";
+import { type Flow, readFlow, writeFlow } from "./migrate_flow.ts";
 import { BURIED, DELAYED, ID_BLOCK, SCHEMA_VERSION } from "../core/pg/schema.ts";
 import type { RetryPolicy } from "../core/engine.ts";
 import { openBinlog } from "../core/memory/binlog/open.ts";
@@ -52,7 +53,7 @@ export async function migrateOut(env: MigrateEnv, schema: string, dir: string): 
   const jobs = snap.rows.map((r) => recordOf(r, now));
   let maxId = snap.maxId;
   for (const j of jobs) maxId = Math.max(maxId, j.id);
-  const written = await writeLog(env, dir, jobs, maxId, snap.policies);
+  const written = await writeLog(env, dir, jobs, maxId, snap.policies, snap.flow);
   if (written !== undefined) {
     return written.kind === "failed" && written.why === "failed" ? takeBack(env, dir, written.message) : written;
   }
@@ -130,6 +131,8 @@ interface Snapshot {
   paused: string[];
   /** set-dlq's and set-backoff's, by tube (none before migration 3). */
   policies: Map<string, RetryPolicy>;
+  /** Limits and schedules (none before migration 4). */
+  flow: Flow;
   reserved: number;
   live: number;
 }
@@ -167,6 +170,7 @@ async function snapshot(tx: Sql, schema: string, version: number): Promise<Snaps
   }
   return {
     policies,
+    flow: await readFlow(tx, schema, version),
     rows,
     maxId: Number(seq?.m ?? 0),
     paused: paused.map((r) => String(r.name)),
@@ -182,6 +186,7 @@ async function writeLog(
   jobs: readonly JobRecord[],
   maxId: number,
   policies: ReadonlyMap<string, RetryPolicy>,
+  flow: Flow,
 ): Promise<MigrateOutcome | undefined> {
   const byId = new Map(jobs.map((j) => [j.id, j]));
   let opened;
@@ -207,6 +212,8 @@ async function writeLog(
     for (const [tube, p] of policies) {
       if (!wal.policy(tube, p)) return fail("failed", `cannot write the policy of tube ${tube} into ${dir}`);
     }
+    const notWritten = writeFlow(wal, flow);
+    if (notWritten) return fail("failed", `cannot write ${notWritten} into ${dir}`);
     let n = 0;
     for (const j of jobs) {
       if (!wal.put(j) || (++n % BATCH_JOBS === 0 && !wal.flush())) {

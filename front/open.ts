@@ -104,7 +104,7 @@ export function openService(config: Config, opts: OpenOptions = {}): Opened {
   const turns = opts.turns ?? runtimeTurns();
   // Without -b nothing is logged, but stats still shows -s as binlog-max-size, as 1.12 does.
   queue = new Queue({ clock, maxJobSize: config.maxJobSize, wal: wal ?? noWal(config.binlogSize), turns });
-  if (recovered) queue.restore(recovered.jobs, recovered.maxId, recovered.policies);
+  if (recovered) queue.restore(recovered.jobs, recovered.maxId, recovered);
   const imported = wal && config.binlogDir !== undefined
     ? importBeanstalkd(config.binlogDir, files, queue, wal, logWal, opts.log ?? logWal).then((o) =>
       o.kind === "failed" ? o.message : undefined

@@ -50,6 +50,12 @@ export const OP = {
   DRAIN: 39,
   STATS_CONN: 40,
   LIST_CONNECTIONS: 41,
+  // Flow control and recurring jobs, parsed by flow_control.ts through extensions.ts.
+  SET_CONCURRENCY: 42,
+  SET_RATE: 43,
+  SCHEDULE: 44,
+  UNSCHEDULE: 45,
+  LIST_SCHEDULES: 46,
 } as const;
 
 /** One opcode: a literal union, so a switch over it can be checked for completeness. */
@@ -70,10 +76,14 @@ export class Command {
   /** pause-tube: the name failed validation after the delay parsed (counts, then BAD_FORMAT). */
   badName = false;
   tube = "";
-  /** Extensions: set-dlq's dead tube; a state word; put-unique's key; list-jobs' offset; put-at's Unix time (s). */
+  /**
+   * Extensions: set-dlq's dead tube; a state word; put-unique's key (a schedule's name);
+   * list-jobs' offset; put-at's Unix time (s); a schedule's spec.
+   */
   tube2 = "";
   state = "";
   key = "";
+  spec = "";
   offset = 0;
   at = 0;
   /**

@@ -49,6 +49,11 @@ export const EXT_KEYS = [
   "drain",
   "put-unique",
   "set-backoff",
+  "set-concurrency",
+  "set-rate",
+  "schedule",
+  "unschedule",
+  "list-schedules",
 ] as const;
 
 export class Counters {

@@ -135,6 +135,11 @@ export function dispatch(s: Session, buf: Uint8Array, start: number, end: number
     case OP.DRAIN:
     case OP.STATS_CONN:
     case OP.LIST_CONNECTIONS:
+    case OP.SET_CONCURRENCY:
+    case OP.SET_RATE:
+    case OP.SCHEDULE:
+    case OP.UNSCHEDULE:
+    case OP.LIST_SCHEDULES:
       return dispatchExtension(s, op);
     default:
       return assertNever(op);

@@ -9,13 +9,25 @@
 // NOT_FOUND does). An engine without a method answers UNKNOWN_COMMAND for its command,
 // and `capabilities` does not list it.
 import { type Command, MAX_TUBE_NAME, OP, type Op } from "./command.ts";
+import { I64, key, tube, u32 } from "./ext_args.ts";
+import { dispatchFlow, FLOW_METHOD, FLOW_VERBS, flowBody, readFlowArgs } from "./flow_control.ts";
 import { ascii } from "./bytes.ts";
 import { R } from "./reply.ts";
 import { EXT_KEYS } from "./counters.ts";
 import { answer, found, markProducer, reply, type Session, STEP, type Step } from "./session.ts";
 import { VERSION } from "../core/version.ts";
-import { listYaml, scalar, statsTubeYaml } from "./yaml.ts";
-import type { Engine, Exists, JobList, ListState, PutResult, Refusal, RetryPolicy, TubeStats } from "../core/engine.ts";
+import { limitsYaml, listYaml, policyYaml, scalar } from "./yaml.ts";
+import type {
+  Engine,
+  Exists,
+  JobList,
+  ListState,
+  PutResult,
+  Refusal,
+  RetryPolicy,
+  TubeLimits,
+  TubeStats,
+} from "../core/engine.ts";
 
 /** Extension verbs: [name, op, argument count range], in the order capabilities lists them. */
 const VERBS: ReadonlyMap<string, [Op, number, number]> = new Map([
@@ -36,6 +48,8 @@ const VERBS: ReadonlyMap<string, [Op, number, number]> = new Map([
   // tubeway's own
   ["put-unique", [OP.PUT_UNIQUE, 5, 5]],
   ["set-backoff", [OP.SET_BACKOFF, 3, 3]],
+  // flow control and recurring jobs (flow_control.ts)
+  ...FLOW_VERBS,
 ]);
 
 /** Which engine method serves each extension (ping and capabilities need none). */
@@ -49,6 +63,7 @@ const METHOD: Partial<Record<Op, keyof Engine>> = {
   [OP.SET_BACKOFF]: "setBackoff",
   [OP.STATS_CONN]: "reservedIds",
   [OP.LIST_CONNECTIONS]: "reservedIds",
+  ...FLOW_METHOD,
 };
 
 const PONG = ascii("PONG\r\n");
@@ -61,24 +76,6 @@ const EXISTS_ = ascii("EXISTS ");
 /** list-jobs: the default and the largest limit (beanstalkd-pi's; larger ones are capped, not refused). */
 export const LIST_JOBS_DEFAULT = 100;
 export const LIST_JOBS_MAX = 10000;
-const U32_MAX = 4294967295;
-/** put-unique keys: 1..200 bytes of printable ASCII without space. */
-const MAX_KEY = 200;
-
-const TUBE_NAME = /^[A-Za-z0-9+/;.$_()][A-Za-z0-9\-+/;.$_()]*$/;
-const KEY = /^[\x21-\x7e]+$/;
-const U32 = /^[0-9]+$/;
-const I64 = /^[+-]?[0-9]+$/;
-
-function u32(s: string): number {
-  if (!U32.test(s)) return -1;
-  const v = Number(s);
-  return v <= U32_MAX ? v : -1;
-}
-
-function tube(s: string): boolean {
-  return s.length <= MAX_TUBE_NAME && TUBE_NAME.test(s);
-}
 
 function listState(s: string): s is ListState {
   return s === "ready" || s === "delayed" || s === "buried";
@@ -124,8 +121,7 @@ function readArgs(cmd: Command, op: Op, a: string[]): boolean {
       cmd.ttr = u32(a[3]!);
       cmd.n = u32(a[4]!);
       cmd.trailing = false;
-      return cmd.key.length <= MAX_KEY && KEY.test(cmd.key) && cmd.pri >= 0 && cmd.delay >= 0 && cmd.ttr >= 0 &&
-        cmd.n >= 0;
+      return key(cmd.key) && cmd.pri >= 0 && cmd.delay >= 0 && cmd.ttr >= 0 && cmd.n >= 0;
     case OP.KICK_TUBE:
       // kick-tube <tube> <bound> [buried|delayed]
       cmd.tube = a[0]!;
@@ -169,8 +165,14 @@ function readArgs(cmd: Command, op: Op, a: string[]): boolean {
       cmd.delay = u32(a[1]!);
       cmd.ttr = u32(a[2]!);
       return tube(cmd.tube) && cmd.delay >= 0 && cmd.ttr >= 0;
-    default: // ping, capabilities
+    case OP.PING:
+    case OP.CAPABILITIES:
+    case OP.STATS_TUBE_ALL:
+    case OP.LIST_TUBES_PAUSED:
+    case OP.LIST_CONNECTIONS:
       return true;
+    default:
+      return readFlowArgs(cmd, op, a);
   }
 }
 
@@ -234,14 +236,15 @@ export function dispatchExtension(s: Session, op: Op): Step | Promise<Step> {
       else if (cmd.state === "off") q.undrain();
       return reply(s.out, q.draining ? R.DRAINING : NOT_DRAINING);
     default:
-      return reply(s.out, R.UNKNOWN_COMMAND);
+      return dispatchFlow(s, op);
   }
 }
 
-/** The body of a put-at or put-unique (with its CRLF checked by the caller). */
+/** The body of a put-at, put-unique or schedule (with its CRLF checked by the caller). */
 export function extensionPutBody(s: Session, body: Uint8Array): Step | Promise<Step> {
   const cmd = s.cmd;
   const q = s.engine;
+  if (cmd.op === OP.SCHEDULE) return flowBody(s, body);
   const job = { id: s.putId, pri: cmd.pri, delaySec: cmd.delay, ttrSec: cmd.ttr, body };
   if (cmd.op === OP.PUT_AT) return answer(s, q.putAt!(s.client, { ...job, atSec: cmd.at }), inserted);
   return answer(s, q.putUnique!(s.client, { ...job, key: cmd.key }), inserted);
@@ -298,15 +301,30 @@ function everyTube(s: Session, op: Op, names: string[]): Step | Promise<Step> {
 }
 
 /**
- * stats-tube-all: a sequence of stats-tube mappings, each with the policy keys whether
- * or not the tube has a policy (beanstalkd-pi always sends dlq-max-attempts and dlq-tube).
+ * stats-tube-all: one mapping per tube with beanstalkd-pi's keys in its order (which is
+ * not stats-tube's: current-waiting before current-watching, pause before cmd-delete),
+ * its dlq keys whether or not the tube has a policy, then tubeway's own (backoff,
+ * limits), always there too: a new command has no stock reader to surprise.
  */
 export function statsTubeAllYaml(tubes: readonly TubeStats[]): string {
   let y = "---\n";
   for (const t of tubes) {
-    const doc = statsTubeYaml(t.policy ? t : { ...t, policy: NO_POLICY }).slice(4); // without "---\n"
-    const lines = doc.split("\n").filter((l) => l !== "");
-    y += lines.map((l, i) => (i === 0 ? "- " : "  ") + l + "\n").join("");
+    y += `- name: ${scalar(t.name)}\n` +
+      `  current-jobs-urgent: ${t.urgent}\n` +
+      `  current-jobs-ready: ${t.ready}\n` +
+      `  current-jobs-reserved: ${t.reserved}\n` +
+      `  current-jobs-delayed: ${t.delayed}\n` +
+      `  current-jobs-buried: ${t.buried}\n` +
+      `  total-jobs: ${t.totalJobs}\n` +
+      `  current-using: ${t.using}\n` +
+      `  current-waiting: ${t.waiting}\n` +
+      `  current-watching: ${t.watching}\n` +
+      `  pause: ${t.pause}\n` +
+      `  cmd-delete: ${t.cmdDelete}\n` +
+      `  cmd-pause-tube: ${t.cmdPauseTube}\n` +
+      `  pause-time-left: ${t.pauseTimeLeft}\n` +
+      policyYaml(t.policy ?? NO_POLICY, "  ") +
+      limitsYaml(t.limits ?? NO_LIMITS, "  ");
   }
   return y;
 }
@@ -345,6 +363,7 @@ function connectionYaml(x: Session, first: string, held: readonly number[]): str
 }
 
 const NO_POLICY: RetryPolicy = { maxAttempts: 0, deadTube: "", backoffBaseSec: 0, backoffCapSec: 0 };
+const NO_LIMITS: TubeLimits = { concurrency: 0, rateCount: 0, rateWindowSec: 0 };
 
 // ---- answers ------------------------------------------------------------------------
 

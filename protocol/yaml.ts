@@ -4,7 +4,7 @@
 // always does. Both matter to real clients: jackd parses YAML and reads 1.12's
 // `os: #1 SMP ...` as a comment, while greenstalk splits lines at ": " and keeps quotes
 // as part of the value (1.13's `tube: "default"` reaches its users as `"default"`).
-import type { EngineStats, JobStats, TubeStats } from "../core/engine.ts";
+import type { EngineStats, JobStats, RetryPolicy, TubeLimits, TubeStats } from "../core/engine.ts";
 import { CMD_KEYS, type Counters } from "./counters.ts";
 import type { HostInfo } from "./host.ts";
 
@@ -122,10 +122,12 @@ export function statsJobYaml(s: JobStats): string {
 /**
  * stats-tube. A tube with a retry policy (set-dlq, set-backoff) also shows it, after
  * 1.12's keys: beanstalkd-pi's `dlq-max-attempts` and `dlq-tube`, then tubeway's
- * `backoff-base` and `backoff-cap`; a tube without one shows 1.12's keys only.
+ * `backoff-base` and `backoff-cap`; a tube with limits (set-concurrency, set-rate) shows
+ * them last. A tube without either shows 1.12's keys only.
  */
 export function statsTubeYaml(s: TubeStats): string {
   const p = s.policy;
+  const l = s.limits;
   return "---\n" +
     `name: ${scalar(s.name)}\n` +
     `current-jobs-urgent: ${s.urgent}\n` +
@@ -141,10 +143,23 @@ export function statsTubeYaml(s: TubeStats): string {
     `cmd-pause-tube: ${s.cmdPauseTube}\n` +
     `pause: ${s.pause}\n` +
     `pause-time-left: ${s.pauseTimeLeft}\n` +
-    (p === undefined ? "" : `dlq-max-attempts: ${p.maxAttempts}\n` +
-      `dlq-tube: ${p.deadTube}\n` +
-      `backoff-base: ${p.backoffBaseSec}\n` +
-      `backoff-cap: ${p.backoffCapSec}\n`);
+    (p === undefined ? "" : policyYaml(p, "")) +
+    (l === undefined ? "" : limitsYaml(l, ""));
+}
+
+/** A retry policy's keys, each line after `pad`. */
+export function policyYaml(p: RetryPolicy, pad: string): string {
+  return `${pad}dlq-max-attempts: ${p.maxAttempts}\n` +
+    `${pad}dlq-tube: ${p.deadTube}\n` +
+    `${pad}backoff-base: ${p.backoffBaseSec}\n` +
+    `${pad}backoff-cap: ${p.backoffCapSec}\n`;
+}
+
+/** Limits' keys, each line after `pad`: at once, per window, the window in seconds. */
+export function limitsYaml(l: TubeLimits, pad: string): string {
+  return `${pad}concurrency-limit: ${l.concurrency}\n` +
+    `${pad}rate-limit: ${l.rateCount}\n` +
+    `${pad}rate-window: ${l.rateWindowSec}\n`;
 }
 
 /** list-tubes / list-tubes-watched: names raw, unquoted, in every version. */

@@ -253,6 +253,12 @@ void op_run(const Msg *m) {
     group_add_cmd(g, cmd, "WATCHING 2");
     group_add_cmd(g, "ignore default", "WATCHING 1");
   }
+  const char *also = msg_get(m, "alsoWatch"); // a second watched tube (beside-limit)
+  if (also && *also && strlen(also) <= 120) {
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "watch %s", also);
+    group_add_cmd(g, cmd, "WATCHING 2");
+  }
   group_start(g);
 }
 

@@ -1,6 +1,7 @@
-// The in-memory engine's extension commands (docs/extensions.md): empty or
-// kick a whole tube, peek at a named tube, put at an absolute time, unique puts, and
-// retry policies (dead letters, backoff). They change state only through the Store's
+// The in-memory engine's extension commands (docs/extensions.md): empty or kick a whole
+// tube, peek at a named tube, put at an absolute time, unique puts, retry policies (dead
+// letters, backoff) and the tubes' limits (their holds: limits.ts; the recurring jobs are
+// schedules.ts). They change state only through the Store's
 // primitives, like the stock commands (core/memory/queue.ts), and log every change first.
 //
 // What stock clients pay: nothing per job. Extension state lives in Store.extras (jobs
@@ -15,6 +16,7 @@ import type {
   PutResult,
   Refusal,
   RetryPolicy,
+  TubeLimits,
   TubeState,
   UniqueJob,
 } from "../engine.ts";
@@ -25,6 +27,7 @@ import type { Store } from "./store.ts";
 const MAX_DELAY_SEC = 4294967295;
 
 const NO_POLICY: RetryPolicy = { maxAttempts: 0, deadTube: "", backoffBaseSec: 0, backoffCapSec: 0 };
+const NO_LIMITS: TubeLimits = { concurrency: 0, rateCount: 0, rateWindowSec: 0 };
 
 export class Extensions {
   readonly #s: Store;
@@ -150,6 +153,45 @@ export class Extensions {
     s.tubes.dropIfUnused(t);
     return "OK";
   }
+
+  // ---- limits -------------------------------------------------------------------------
+
+  /** set-concurrency: at most `max` jobs of the tube reserved at once (0: none). */
+  setConcurrency(name: string, max: number): "OK" | "INTERNAL_ERROR" {
+    const t = this.#s.tubes.obtain(name);
+    return this.#setLimits(t, { ...(t.limits?.view ?? NO_LIMITS), concurrency: max });
+  }
+
+  /** set-rate: at most `count` reservations of the tube in any window of `windowSec` seconds (count 0: none). */
+  setRate(name: string, count: number, windowSec: number): "OK" | "INTERNAL_ERROR" {
+    const t = this.#s.tubes.obtain(name);
+    const l = t.limits?.view ?? NO_LIMITS;
+    return this.#setLimits(t, { ...l, rateCount: count, rateWindowSec: count > 0 ? windowSec : 0 });
+  }
+
+  #setLimits(t: Tube, l: TubeLimits): "OK" | "INTERNAL_ERROR" {
+    const s = this.#s;
+    const now = s.clock.now();
+    if (s.logging && !s.logged(s.wal.limits(t.name, l), now)) {
+      s.tubes.dropIfUnused(t);
+      return "INTERNAL_ERROR";
+    }
+    s.limits.set(t, l, now);
+    // a higher limit, or none, may let waiting clients have the tube's jobs now
+    s.serve([t]);
+    s.tubes.dropIfUnused(t);
+    return "OK";
+  }
+
+  /** Limits restored from the log. */
+  restoreLimits(limits: Map<string, TubeLimits>): void {
+    const now = this.#s.clock.now();
+    for (const [name, l] of limits) {
+      if (l.concurrency > 0 || l.rateCount > 0) this.#s.limits.set(this.#s.tubes.obtain(name), l, now);
+    }
+  }
+
+  // ---- what comes back from a reservation -------------------------------------------
 
   /**
    * A release of j (reserved, still linked) by its holder, when its tube has a policy

@@ -4,7 +4,7 @@
 // connection, plus its reservations). They refer to each other, so they live together:
 // no import cycle between files. The heaps the tubes keep their jobs in are heap.ts
 // (beanstalkd's heap.c), the intrusive lists core/list.ts.
-import type { JobState, RetryPolicy, WaitEnd, Wake } from "../engine.ts";
+import type { JobState, RetryPolicy, TubeLimits, WaitEnd, Wake } from "../engine.ts";
 import { NodeClient, NodeTube } from "../clients.ts";
 import { List } from "../list.ts";
 import { Heap } from "./heap.ts";
@@ -263,15 +263,25 @@ export class Tube extends NodeTube<Client> {
   /** Extensions (core/memory/extensions.ts): the retry policy, and the jobs by put-unique key; null when none. */
   policy: RetryPolicy | null = null;
   keys: Map<string, Job> | null = null;
+  /** set-concurrency / set-rate (TubeLimit below; their holds: core/memory/limits.ts); null when none. */
+  limits: TubeLimit | null = null;
+  /**
+   * A limit keeps the tube's ready jobs from being reserved now. Kept up to date by
+   * limits.ts (a hold by the rate ends by the timer), so a reserve pays one test of a
+   * boolean for it; a boolean, not a time, so the field never turns into a boxed double
+   * on every tube once one tube is held (that cost a tube without limits ~5% of a
+   * put + reserve + delete in process).
+   */
+  held = false;
 
   /** Every job of this tube, in any state. */
   get jobs(): number {
     return this.ready.size + this.delayed.size + this.buried.size + this.reserved;
   }
 
-  /** Nothing refers to this tube any more (the queue keeps "default" regardless; a policy keeps a tube). */
+  /** Nothing refers to this tube any more (the queue keeps "default" regardless; a policy or a limit keeps a tube). */
   override get unreferenced(): boolean {
-    return super.unreferenced && this.jobs === 0 && this.policy === null;
+    return super.unreferenced && this.jobs === 0 && this.policy === null && this.limits === null;
   }
 
   /** `now`: monotonic ms, kept in the job's deadline: when it became ready (queue latency metrics). */
@@ -285,6 +295,61 @@ export class Tube extends NodeTube<Client> {
   removeReady(j: Job): void {
     this.ready.remove(j);
     if (j.pri < URGENT_PRI) this.urgent--;
+  }
+}
+
+/** A tube's limits (set-concurrency, set-rate) and the recent reservations its rate counts. */
+export class TubeLimit {
+  readonly concurrency: number;
+  readonly rateCount: number;
+  readonly windowMs: number;
+  /** Monotonic ms until which these limits hold the tube (Infinity: until a reservation ends; 0: not held). */
+  heldUntil = 0;
+  /**
+   * Monotonic ms of the tube's latest reservations, oldest first, from #head on: at most
+   * rateCount of them and none that has left the window, so memory is bounded by the
+   * reservations one window holds.
+   */
+  #times: number[] = [];
+  #head = 0;
+
+  /** `before`: the tube's limits until now, whose reservations the new rate goes on counting. */
+  constructor(l: TubeLimits, before: TubeLimit | null) {
+    this.concurrency = l.concurrency;
+    this.rateCount = l.rateCount;
+    this.windowMs = l.rateCount > 0 ? l.rateWindowSec * 1000 : 0;
+    if (before !== null && this.rateCount > 0) {
+      this.#times = before.#times.slice(Math.max(before.#head, before.#times.length - this.rateCount));
+    }
+  }
+
+  /** As the protocol shows them. */
+  get view(): TubeLimits {
+    return { concurrency: this.concurrency, rateCount: this.rateCount, rateWindowSec: this.windowMs / 1000 };
+  }
+
+  /** A reservation of the tube at `now`. */
+  record(now: number): void {
+    if (this.rateCount === 0) return;
+    this.#times.push(now);
+    if (this.#times.length - this.#head > this.rateCount) this.#head++;
+    this.#compact();
+  }
+
+  /** When the rate next allows a reservation (monotonic ms; at or before now: now). */
+  rateFreeAt(now: number): number {
+    if (this.rateCount === 0) return 0;
+    // a reservation at t counts in every window that holds t: until t + window
+    while (this.#head < this.#times.length && this.#times[this.#head]! + this.windowMs <= now) this.#head++;
+    this.#compact();
+    return this.#times.length - this.#head >= this.rateCount ? this.#times[this.#head]! + this.windowMs : 0;
+  }
+
+  #compact(): void {
+    if (this.#head > 1024 && this.#head * 2 > this.#times.length) {
+      this.#times = this.#times.slice(this.#head);
+      this.#head = 0;
+    }
   }
 }
 

@@ -3,29 +3,26 @@
 // implements core/engine.ts and answers every call at once (no promises). Time comes
 // from the injected clock, which also carries the one timer (core/memory/schedule.ts); the log
 // sits behind the Wal interface, and the per-turn shared append is core/memory/log_turn.ts.
-// The calls that only look (peeks, stats, listings, metrics) are core/memory/queue_views.ts.
+// The calls that only look (peeks, stats, listings, metrics) are core/memory/queue_views.ts, the
+// extension commands core/memory/queue_extensions.ts (Queue extends both).
 import { Client, Job, jobMs, readyBefore, type Tube } from "./model.ts";
 import { DEADLINE_SOON_MS } from "../clients.ts";
 import { type Clock, immediateTurns, systemClock, type Turns } from "../clock.ts";
-import type {
-  Engine,
-  Exists,
-  NewJob,
-  NewJobAt,
-  PutResult,
-  Refusal,
-  RetryPolicy,
-  Settling,
-  TubeState,
-  UniqueJob,
-  Wake,
-} from "../engine.ts";
-import { QueueViews } from "./queue_views.ts";
-import { type JobRecord, noWal, type Wal } from "./wal.ts";
+import type { Engine, NewJob, PutResult, Refusal, RetryPolicy, Settling, TubeLimits, Wake } from "../engine.ts";
+import { QueueExtensions } from "./queue_extensions.ts";
+import { type JobRecord, noWal, type ScheduleRecord, type Wal } from "./wal.ts";
 import { DEFAULT_BINLOG_SIZE } from "./binlog/options.ts";
 import type { LogTurn } from "./log_turn.ts";
 import { Store } from "./store.ts";
 import { Extensions } from "./extensions.ts";
+import { Schedules } from "./schedules.ts";
+
+/** What a restart restores beside the jobs (Recovered has them all). */
+export interface RestoredState {
+  policies?: Map<string, RetryPolicy>;
+  limits?: Map<string, TubeLimits>;
+  schedules?: Map<string, ScheduleRecord>;
+}
 
 export type { Refusal };
 
@@ -55,7 +52,7 @@ export function memoryEngine(opts: { clock?: Clock; maxJobSize?: number } = {}):
   return new Queue(opts.maxJobSize === undefined ? { clock } : { clock, maxJobSize: opts.maxJobSize });
 }
 
-export class Queue extends QueueViews implements Engine {
+export class Queue extends QueueExtensions implements Engine {
   readonly clock: Clock;
   readonly maxJobSize: number;
   readonly wal: Wal;
@@ -64,6 +61,8 @@ export class Queue extends QueueViews implements Engine {
   protected readonly s: Store;
   /** The extension commands (docs/extensions.md), on the same store. */
   protected readonly x: Extensions;
+  /** The recurring jobs (schedule), on the same store and its timer. */
+  protected readonly schedules: Schedules;
   #nextId = 1;
   #draining = false;
   #closed = false;
@@ -76,6 +75,7 @@ export class Queue extends QueueViews implements Engine {
     // A reservation whose TTR ran out: the extensions may take it (a doomed job, a retry policy).
     this.s = new Store(opts.clock, this.wal, opts.turns ?? immediateTurns, (j, now) => this.x.timedOut(j, now));
     this.x = new Extensions(this.s);
+    this.schedules = new Schedules(this.s, () => this.takeId(), () => this.#draining);
   }
 
   // ---- connections ----------------------------------------------------------------
@@ -91,9 +91,10 @@ export class Queue extends QueueViews implements Engine {
     const now = this.clock.now();
     for (let j = c.reserved.head; j; j = c.reserved.head) {
       this.s.unlink(j);
+      // a doomed job goes, but its tube may have room for a waiting client now (a limit)
+      if (!touched.includes(j.tube)) touched.push(j.tube);
       if (this.s.extras.size > 0 && this.x.comesBack(j)) continue;
       j.tube.pushReady(j, now);
-      if (!touched.includes(j.tube)) touched.push(j.tube);
     }
     this.s.tubes.leave(c);
     this.s.serve(touched);
@@ -139,7 +140,8 @@ export class Queue extends QueueViews implements Engine {
     let best: Job | undefined;
     for (const t of c.watching) {
       const j = t.ready.peek();
-      if (j && !(t.unpauseAt > now) && (!best || readyBefore(j, best))) best = j;
+      // a tube held by a limit is passed over as a paused one is: the client may wait for it
+      if (j && !(t.unpauseAt > now) && !t.held && (!best || readyBefore(j, best))) best = j;
     }
     if (best) {
       best.tube.removeReady(best);
@@ -176,17 +178,24 @@ export class Queue extends QueueViews implements Engine {
     s.unlink(j);
     s.jobs.delete(id); // Store.forget, inline (see put)
     if (s.extras.size > 0) s.dropExtras(j);
-    j.tube.cmdDelete++;
-    s.tubes.dropIfUnused(j.tube);
+    const t = j.tube;
+    t.cmdDelete++;
+    // a limit may have room for a waiting client now (a tube with limits is never dropped)
+    if (t.limits !== null) s.serve([t]);
+    else s.tubes.dropIfUnused(t);
     return "DELETED";
   }
 
   release(c: Client, id: number, pri: number, delaySec: number): "RELEASED" | Refusal {
     const j = this.s.ownedBy(c, id);
     if (!j) return "NOT_FOUND";
-    if (j.tube.policy !== null || this.s.extras.size > 0) {
+    const t = j.tube;
+    if (t.policy !== null || this.s.extras.size > 0) {
       const r = this.x.released(j, pri, delaySec);
-      if (typeof r === "string") return r;
+      if (typeof r === "string") {
+        if (t.limits !== null) this.s.serve([t]);
+        return r;
+      }
       delaySec = r;
     }
     const now = this.clock.now();
@@ -206,9 +215,10 @@ export class Queue extends QueueViews implements Engine {
       j.state = "delayed";
       j.deadline = jobMs(now + j.delayMs);
       this.s.addDelayed(j);
+      if (t.limits !== null) this.s.serve([t]);
     } else {
-      j.tube.pushReady(j, now);
-      if (j.tube.waiting > 0) this.s.serve([j.tube]);
+      t.pushReady(j, now);
+      if (t.waiting > 0) this.s.serve([t]);
     }
     return "RELEASED";
   }
@@ -216,7 +226,11 @@ export class Queue extends QueueViews implements Engine {
   bury(c: Client, id: number, pri: number): "BURIED" | Refusal {
     const j = this.s.ownedBy(c, id);
     if (!j) return "NOT_FOUND";
-    if (this.s.extras.size > 0 && this.x.buried(j)) return "BURIED";
+    const t = j.tube;
+    if (this.s.extras.size > 0 && this.x.buried(j)) {
+      if (t.limits !== null) this.s.serve([t]);
+      return "BURIED";
+    }
     const logged = !this.s.logging || this.s.logUpdate(j, "buried", this.clock.now(), (rec) => {
       rec.pri = pri;
       rec.buries++;
@@ -226,7 +240,8 @@ export class Queue extends QueueViews implements Engine {
     j.pri = pri;
     j.buries++;
     j.state = "buried";
-    j.tube.buried.push(j);
+    t.buried.push(j);
+    if (t.limits !== null) this.s.serve([t]);
     return "BURIED";
   }
 
@@ -288,40 +303,16 @@ export class Queue extends QueueViews implements Engine {
     return true;
   }
 
-  // ---- extensions (core/memory/extensions.ts) ------------------------------------------------
-
-  deleteTube(tube: string, state?: TubeState): number | Refusal {
-    return this.x.deleteTube(tube, state);
-  }
-
-  kickTube(tube: string, bound: number, state?: "buried" | "delayed"): number | Refusal {
-    return this.x.kickTube(tube, bound, state);
-  }
-
-  putAt(c: Client, job: NewJobAt): Job | PutResult {
-    return this.#draining ? "DRAINING" : this.x.putAt(c, job);
-  }
-
-  putUnique(c: Client, job: UniqueJob): Job | PutResult | Exists {
-    return this.#draining ? "DRAINING" : this.x.putUnique(c, job);
-  }
-
-  setDlq(tube: string, maxAttempts: number, deadTube: string): "OK" | "INTERNAL_ERROR" {
-    return this.x.setDlq(tube, maxAttempts, deadTube);
-  }
-
-  setBackoff(tube: string, baseSec: number, capSec: number): "OK" | "INTERNAL_ERROR" {
-    return this.x.setBackoff(tube, baseSec, capSec);
-  }
-
   // ---- the server -----------------------------------------------------------------
 
   drain(): void {
     this.#draining = true;
   }
 
+  /** Drain mode ends; schedules' runs missed meanwhile put their job now (one each). */
   undrain(): void {
     this.#draining = false;
+    this.schedules.arm();
   }
 
   get draining(): boolean {
@@ -368,14 +359,18 @@ export class Queue extends QueueViews implements Engine {
   // ---- restart --------------------------------------------------------------------
 
   /**
-   * Rebuild jobs recovered from the log. Reserved jobs come back ready; delayed jobs keep
-   * their absolute deadline (ready at once if it has passed); buried order is kept.
-   * Ids continue above maxId. Counters are not restored (as 1.12).
+   * Rebuild jobs recovered from the log, and the tubes' policies and limits and the
+   * schedules. Reserved jobs come back ready; delayed jobs keep their absolute deadline
+   * (ready at once if it has passed); buried order is kept. Ids continue above maxId.
+   * Counters are not restored (as 1.12), nor the reservations a rate limit counted.
    */
-  restore(records: Iterable<JobRecord>, maxId: number, policies?: Map<string, RetryPolicy>): void {
-    if (policies) this.x.restorePolicies(policies);
+  restore(records: Iterable<JobRecord>, maxId: number, state: RestoredState = {}): void {
+    if (state.policies) this.x.restorePolicies(state.policies);
+    if (state.limits) this.x.restoreLimits(state.limits);
     this.s.records.restore(records, this.s.tubes, (j) => this.s.jobs.set(j), (j) => this.s.addDelayed(j));
     this.#nextId = Math.max(this.#nextId, maxId + 1);
+    // after the jobs: a run's key must find the job it put before the restart
+    if (state.schedules) this.schedules.restore(state.schedules.values());
   }
 
   /** The current state of a live job as a log record (for compaction); undefined if gone. */

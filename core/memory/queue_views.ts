@@ -10,6 +10,7 @@ import { jobGauges, jobStats, listJobs, tubeSnapshot, tubeStats } from "./stats.
 import type { Wal } from "./wal.ts";
 import type { Store } from "./store.ts";
 import type { Extensions } from "./extensions.ts";
+import type { Schedules } from "./schedules.ts";
 
 export abstract class QueueViews {
   abstract readonly clock: Clock;
@@ -19,6 +20,7 @@ export abstract class QueueViews {
   /** Queue's store and extensions (core/memory/store.ts, core/memory/extensions.ts). */
   protected abstract readonly s: Store;
   protected abstract readonly x: Extensions;
+  protected abstract readonly schedules: Schedules;
 
   peek(id: number): Job | undefined {
     return this.s.jobs.get(id);
@@ -83,6 +85,7 @@ export abstract class QueueViews {
       reserveToDelete: this.s.reserveToDelete,
       log: this.wal.health?.(),
       deadLettered: this.s.deadLettered,
+      scheduleRuns: this.schedules.runs,
     };
   }
 

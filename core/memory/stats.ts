@@ -3,6 +3,7 @@
 // dashboard, as the plain objects core/engine.ts defines. Nothing here changes state.
 import { deadlineBefore, type Job, readyBefore, type Tube } from "./model.ts";
 import type { JobList, JobSnapshot, JobStats, ListState, TubeSnapshot, TubeStats } from "../engine.ts";
+import { heldJobs } from "./limits.ts";
 
 /** stats-job for j at monotonic time now; `file` is the log file holding it (0 without -b). */
 export function jobStats(j: Job, now: number, file: number): JobStats {
@@ -45,6 +46,7 @@ export function tubeStats(t: Tube, now: number): TubeStats {
     pauseTimeLeft: paused ? Math.trunc((t.unpauseAt - now) / 1000) : 0,
   };
   if (t.policy !== null) st.policy = { ...t.policy };
+  if (t.limits !== null) st.limits = t.limits.view;
   return st;
 }
 
@@ -63,6 +65,7 @@ export function tubeSnapshot(t: Tube, now: number): TubeSnapshot {
     paused,
     pauseLeftMs: paused ? t.unpauseAt - now : 0,
     oldestReadyMs: oldestReadyMs(t, now),
+    heldJobs: heldJobs(t),
   };
 }
 

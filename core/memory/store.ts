@@ -16,6 +16,15 @@ import { JobTable } from "./job_table.ts";
 import { Schedule } from "./schedule.ts";
 import { LogTurn } from "./log_turn.ts";
 import type { JobExtras } from "./extras.ts";
+import { Limits } from "./limits.ts";
+
+/** What runs recurring jobs (core/memory/schedules.ts): called by tick like the rest of what falls due. */
+export interface Recurring {
+  /** Put the jobs that are due at monotonic time now. */
+  due(now: number): void;
+  /** When one is next due (monotonic ms), or Infinity. */
+  readonly nextDueMs: number;
+}
 
 export class Store {
   readonly clock: Clock;
@@ -27,6 +36,10 @@ export class Store {
   readonly records: Records;
   readonly schedule: Schedule;
   readonly waits: Waits;
+  /** The holds of tubes with limits (set-concurrency, set-rate). */
+  readonly limits: Limits;
+  /** The recurring jobs, once the engine has them (schedules.ts). */
+  recurring: Recurring | null = null;
   /** With a log: one append per turn for every connection's records. */
   readonly turn: LogTurn | undefined;
   /**
@@ -57,6 +70,7 @@ export class Store {
     this.#timedOut = timedOut;
     this.schedule = new Schedule(clock, () => this.tick());
     this.waits = new Waits((atMs) => this.schedule.at(atMs), (c, j, now) => this.reserveFor(c, j, now));
+    this.limits = new Limits((atMs) => this.schedule.at(atMs));
   }
 
   /** A new job for tube t, delayed when delayMs > 0; not yet stored (see insert). */
@@ -70,9 +84,17 @@ export class Store {
     return j;
   }
 
-  /** A new job joins its tube, logged first (false: the log refused it, nothing changed). */
-  insert(j: Job, now: number): boolean {
-    if (this.logging && !this.logFull(j, now)) return false;
+  /**
+   * A new job joins its tube, logged first (false: the log refused it, nothing changed).
+   * `run`: a schedule put it for that due time, which the log keeps in the same record.
+   */
+  insert(j: Job, now: number, run?: { name: string; dueSec: number }): boolean {
+    if (this.logging) {
+      const ok = run === undefined
+        ? this.logFull(j, now)
+        : this.logged(this.wal.scheduledPut(this.records.of(j, j.state, now, true), run.name, run.dueSec), now);
+      if (!ok) return false;
+    }
     const t = j.tube;
     this.jobs.set(j);
     t.totalJobs++;
@@ -110,6 +132,8 @@ export class Store {
         j.owner!.reserved.remove(j);
         j.owner = null;
         t.reserved--;
+        // its waiting clients are served by the command, once the job is where it goes
+        if (t.limits !== null) this.limits.ended(t, this.clock.now());
         break;
     }
   }
@@ -168,6 +192,7 @@ export class Store {
     j.deadline = jobMs(now + j.ttrMs);
     j.reserves++;
     j.tube.reserved++;
+    if (j.tube.limits !== null) this.limits.reserved(j.tube, now);
     c.reserved.push(j);
     this.schedule.ttr.push(j);
     this.schedule.at(j.deadline);
@@ -248,9 +273,10 @@ export class Store {
       this.unlink(j);
       j.timeouts++;
       this.jobTimeouts++;
+      // whatever becomes of the job, its tube may have room for a waiting client now (a limit)
+      touched.add(j.tube);
       if ((j.tube.policy !== null || this.extras.size > 0) && this.#timedOut(j, now)) continue;
       j.tube.pushReady(j, now);
-      touched.add(j.tube);
     }
     for (const t of this.tubes.paused) {
       if (t.unpauseAt <= now) {
@@ -259,6 +285,8 @@ export class Store {
         touched.add(t);
       }
     }
+    this.limits.due(now, touched);
+    this.recurring?.due(now);
     if (touched.size > 0) this.serve([...touched]);
     const walIn = this.logging ? this.wal.tick(now) : undefined;
     this.waits.wakeDue(now);
@@ -267,8 +295,8 @@ export class Store {
 
   /** When tick() next has work (monotonic ms), or Infinity. */
   nextDue(): number {
-    let t = Math.min(this.schedule.nextDeadline, this.waits.nextWake());
+    let t = Math.min(this.schedule.nextDeadline, this.waits.nextWake(), this.limits.nextDue);
     for (const p of this.tubes.paused) if (p.unpauseAt < t) t = p.unpauseAt;
-    return t;
+    return this.recurring === null ? t : Math.min(t, this.recurring.nextDueMs);
   }
 }

@@ -69,7 +69,8 @@ export class Waits {
   }
 
   /**
-   * Hand ready jobs to waiting clients until no unpaused tube among `tubes` has both.
+   * Hand ready jobs to waiting clients until no tube among `tubes` that is neither paused
+   * nor held by a limit has both (a hand-over may hold the tube: each round looks again).
    * Each round takes the best (pri, id) job among those tubes and gives it to that
    * tube's longest-waiting client. Only tubes that just changed can newly have both,
    * so callers pass just those.
@@ -79,7 +80,7 @@ export class Waits {
       let bt: Tube | undefined;
       let bj: Job | undefined;
       for (const t of tubes) {
-        if (t.waiting === 0 || t.unpauseAt > now) continue;
+        if (t.waiting === 0 || t.unpauseAt > now || t.held) continue;
         const j = t.ready.peek();
         if (j && (!bj || readyBefore(j, bj))) {
           bt = t;

@@ -1,8 +1,10 @@
 // The boundary between the queue engine and the write-ahead log (binlog).
 // The engine speaks in JobRecords (plain data, wall-clock times); the log decides
 // files, checksums, rotation and compaction. Without -b the engine uses NO_WAL.
-import type { JobState, LogHealth, LogStats } from "../engine.ts";
+import type { JobState, LogHealth, LogStats, TubeLimits } from "../engine.ts";
 import type { RetryPolicy } from "./extras.ts";
+
+export type { TubeLimits };
 
 /** Job states as the protocol names them; "deleted" exists only in the log. */
 export type { JobState };
@@ -33,6 +35,22 @@ export interface JobRecord {
   from?: string;
 }
 
+/** A recurring job as the log keeps it (schedule; core/memory/schedules.ts). */
+export interface ScheduleRecord {
+  name: string;
+  tube: string;
+  /** The spec as the command gave it (core/schedule_spec.ts). */
+  spec: string;
+  pri: number;
+  ttrSec: number;
+  /** Due times at or before this are done (Unix s): its last run's due time, or when it was set. */
+  afterSec: number;
+  /** Its last run's due time, Unix s (0: none yet). */
+  lastDueSec: number;
+  /** The job's body with its trailing CRLF. */
+  body: Uint8Array;
+}
+
 /** What the log gives back at startup. */
 export interface Recovered {
   /**
@@ -51,6 +69,10 @@ export interface Recovered {
   fileOf: Map<number, number>;
   /** Tube retry policies in force (set-dlq, set-backoff), by tube. */
   policies: Map<string, RetryPolicy>;
+  /** Tube limits in force (set-concurrency, set-rate), by tube. */
+  limits: Map<string, TubeLimits>;
+  /** Schedules, by name, with their last runs. */
+  schedules: Map<string, ScheduleRecord>;
 }
 
 /**
@@ -71,6 +93,17 @@ export interface Wal {
   purge(tube: string, ids: readonly number[]): boolean;
   /** A tube's retry policy from now on (all zero: none). */
   policy(tube: string, p: RetryPolicy): boolean;
+  /** A tube's limits from now on (all zero: none). */
+  limits(tube: string, l: TubeLimits): boolean;
+  /** A schedule added or replaced, with its state. */
+  schedule(s: ScheduleRecord): boolean;
+  /** A schedule removed. */
+  unschedule(name: string): boolean;
+  /**
+   * A job a schedule put for one of its due times: the job's full record and the run, in
+   * one record, so that a restart finds both or neither.
+   */
+  scheduledPut(rec: JobRecord, name: string, dueSec: number): boolean;
   /**
    * Write every record accepted so far (one append). False when that failed, or an
    * earlier write of accepted records did since the last call: those changes are
@@ -124,6 +157,10 @@ export function noWal(maxSize: number): Wal {
     update: () => true,
     purge: () => true,
     policy: () => true,
+    limits: () => true,
+    schedule: () => true,
+    unschedule: () => true,
+    scheduledPut: () => true,
     flush: () => true,
     logs: false,
     fileOf: () => 0,

@@ -20,8 +20,10 @@ import type {
   ListState,
   NewJob,
   NewJobAt,
+  NewSchedule,
   PutResult,
   Refusal,
+  ScheduleInfo,
   Settling,
   TubeSnapshot,
   TubeState,
@@ -33,7 +35,7 @@ import type {
 import { away, type SqlClient } from "./sql.ts";
 import { migrate, SLOTS } from "./schema.ts";
 import { IdBlocks } from "./ids.ts";
-import { type Statements, statements } from "./statements.ts";
+import { dueMsOf, type Statements, statements } from "./statements.ts";
 import { TurnRunner } from "./turn.ts";
 import { TurnMetrics } from "./metrics.ts";
 import type { PgClient } from "./client.ts";
@@ -41,6 +43,8 @@ import { Serving } from "./serving.ts";
 import { NodeTubes } from "./node_tubes.ts";
 import { message } from "./views.ts";
 import { PgExtensions } from "./extensions.ts";
+import { PgFlow } from "./flow.ts";
+import { flowStatements } from "./flow_statements.ts";
 import { extStatements } from "./ext_statements.ts";
 import { Intake } from "./intake.ts";
 import { Reads } from "./reads.ts";
@@ -110,6 +114,8 @@ export class PgEngine implements Engine<PgClient> {
   readonly #ids: IdBlocks;
   /** The extension commands (extensions.ts). */
   readonly #ext: PgExtensions;
+  /** Limits and schedules (flow.ts). */
+  readonly #flow: PgFlow;
 
   #conns = 0;
   #draining = false;
@@ -132,7 +138,22 @@ export class PgEngine implements Engine<PgClient> {
     const outage = this.#outage = new Outage(clock, waitMs, target, error, log ?? ((l) => console.log(l)));
     this.#runner = new TurnRunner(sql, opts.turns, (slot) => this.#planner.plan(slot), SLOTS, outage.waiting, metrics);
     const serving = this.#serving = new Serving(clock, leaseMs, kick);
-    const lease = this.#lease = new Lease({ sql, q, node, schema, clock, leaseMs, metrics, serving, outage });
+    const flowChanged = (kind: "l" | "s" | undefined, tubes: string[]) => {
+      // the waiting clients of a tube whose limits changed claim again once they are read
+      this.#flow.refresh().then(() => kind === "l" && serving.heard(tubes));
+    };
+    const lease = this.#lease = new Lease({
+      sql,
+      q,
+      node,
+      schema,
+      clock,
+      leaseMs,
+      metrics,
+      serving,
+      outage,
+      flowChanged,
+    });
     const vacuum = this.#vacuum = new Vacuum(sql, q.vacuum, clock, error);
     const tubes = this.#tubes;
     const intake = this.#intake = new Intake(q, node, tubes, kick, error);
@@ -142,15 +163,30 @@ export class PgEngine implements Engine<PgClient> {
       draining: this.#draining,
       binlogMaxSize,
     }));
-    this.#planner = new Planner({ q, node, intake, serving, tubes, lease, vacuum, error, kick });
+    const x = flowStatements(schema, dueMsOf(schema));
+    const flow = this.#flow = new PgFlow({
+      x,
+      node,
+      channel: lease.channel,
+      clock,
+      op: (run) => intake.op(run),
+      read: (run) => run(sql),
+      takeId: () => this.#ids.take(),
+      draining: () => this.#draining,
+      error,
+      serve: (tubes) => serving.heard(tubes),
+    });
+    const counting = { has: (t: readonly string[]) => flow.hasLimited(t), claims: x.claims };
+    this.#planner = new Planner({ q, node, intake, serving, tubes, lease, vacuum, counting, error, kick });
     this.#ext = new PgExtensions(extStatements(schema), q, node, (run) => intake.op(run));
     // The first turn releases what nodes whose lease lapsed still hold (a previous life's).
     this.#runner.kick();
   }
 
-  /** LISTEN on the schema's channel (lease.ts), once, as the node opens. */
-  listen(): Promise<void> {
-    return this.#lease.listen();
+  /** LISTEN on the schema's channel (lease.ts), once, as the node opens; then read the limits and schedules. */
+  async listen(): Promise<void> {
+    await this.#lease.listen();
+    await this.#flow.refresh();
   }
 
   // ---- connections ----------------------------------------------------------------
@@ -246,6 +282,7 @@ export class PgEngine implements Engine<PgClient> {
       readyToReserve: this.#readyToReserve,
       reserveToDelete: this.#reserveToDelete,
       log: undefined,
+      scheduleRuns: this.#flow.runs,
       database: {
         available: this.#outage.available,
         reason: this.#outage.reason,
@@ -304,6 +341,22 @@ export class PgEngine implements Engine<PgClient> {
   reservedIds(clients: readonly PgClient[]): Promise<number[][]> {
     return this.#intake.reservedIds(clients);
   }
+  setConcurrency(tube: string, max: number): Promise<"OK" | "INTERNAL_ERROR"> {
+    return this.#flow.setConcurrency(tube, max);
+  }
+  setRate(tube: string, count: number, windowSec: number): Promise<"OK" | "INTERNAL_ERROR"> {
+    return this.#flow.setRate(tube, count, windowSec);
+  }
+  /** Every node runs the schedules (one of them each due time, flow.ts), except a draining one. */
+  schedule(s: NewSchedule): Promise<"OK" | "INTERNAL_ERROR"> {
+    return this.#flow.schedule(s);
+  }
+  unschedule(name: string): Promise<"DELETED" | Refusal> {
+    return this.#flow.unschedule(name);
+  }
+  listSchedules(): Promise<ScheduleInfo[]> {
+    return this.#flow.listSchedules();
+  }
 
   // ---- the server -----------------------------------------------------------------
 
@@ -314,6 +367,7 @@ export class PgEngine implements Engine<PgClient> {
 
   undrain(): void {
     this.#draining = false;
+    this.#flow.undrained();
   }
 
   get draining(): boolean {
@@ -335,6 +389,7 @@ export class PgEngine implements Engine<PgClient> {
     if (this.#closing) return this.#closing;
     this.#serving.stop();
     this.#vacuum.stop();
+    this.#flow.stop();
     this.#closing = (async () => {
       await this.#runner.idle();
       try {

@@ -11,9 +11,10 @@ const MS = "interval '1 millisecond'";
 const MAX_DELAY_MS = 4294967295000;
 
 export function extStatements(S: string) {
-  /** Tube $1 exists: referenced on this node ($here), has jobs, or has a policy. */
+  /** Tube $1 exists: referenced on this node ($here), has jobs, a policy or limits. */
   const found = (here: string) =>
     `(${here}::boolean or exists (select 1 from ${S}.policies where tube = $1)
+      or exists (select 1 from ${S}.tubes where name = $1 and (max_reserved > 0 or rate_count > 0))
       or (select coalesce(sum(jobs), 0) from ${S}.tube_counts where tube = $1) > 0)`;
   /** One put's count rows: the tube's and the node's ($node), in the extension slot. */
   const counted = (from: string, tube: string, node: string) =>

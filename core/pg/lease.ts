@@ -30,6 +30,11 @@ export interface LeaseParts {
   serving: Serving;
   /** Told when the LISTEN connection is lost (the database went away, most likely). */
   outage: Outage;
+  /**
+   * Another node changed a tube's limits ("l", with the tube) or a schedule ("s"), or
+   * NOTIFYs may have been missed (undefined): flow.ts reads them again.
+   */
+  flowChanged: (kind: "l" | "s" | undefined, tubes: string[]) => void;
 }
 
 export class Lease {
@@ -88,14 +93,20 @@ export class Lease {
   };
 
   /**
-   * A NOTIFY on this schema's channel (as notify() sends it); undefined: LISTEN was
-   * established again, NOTIFYs may have been missed meanwhile.
+   * A NOTIFY on this schema's channel (as notify() sends it; "0 r <tube>" from the
+   * trigger that ends a reservation counted under limits, schema.ts; "l" and "s" from
+   * flow.ts); undefined: LISTEN was established again, NOTIFYs may have been missed.
    */
   heard(payload: string | undefined): void {
     const serving = this.#p.serving;
-    if (payload === undefined) return serving.heard(undefined);
+    if (payload === undefined) {
+      this.#p.flowChanged(undefined, []);
+      return serving.heard(undefined);
+    }
     const [from, kind, tubes] = payload.split(" ");
     if (Number(from) === this.#p.node) return;
+    // limits ("<node> l <tube>", whose waiting clients are served once they are read) and schedules
+    if (kind === "l" || kind === "s") return this.#p.flowChanged(kind, tubes ? tubes.split(",") : []);
     serving.heard(kind === "d" || !tubes ? undefined : tubes.split(","));
   }
 

@@ -13,7 +13,7 @@ import { DEADLINE_SOON_MS } from "../clients.ts";
 import type { PgClient } from "./client.ts";
 import type { ServeOrder, Serving } from "./serving.ts";
 import type { NodeTubes } from "./node_tubes.ts";
-import { claimAll, deleteOp, internalOp, putOp } from "./merged.ts";
+import { claimAll, type Counting, deleteOp, internalOp, putOp } from "./merged.ts";
 import type { Intake, ReserveReq } from "./intake.ts";
 import type { Lease } from "./lease.ts";
 import type { Vacuum } from "./vacuum.ts";
@@ -28,6 +28,8 @@ export interface PlanParts {
   tubes: NodeTubes;
   lease: Lease;
   vacuum: Vacuum;
+  /** The watch sets that claim through the claim that counts under limits (flow.ts). */
+  counting: Counting;
   error: (line: string) => void;
   /** Ask for a turn. */
   kick: () => void;
@@ -148,7 +150,7 @@ export class Planner {
     const known = new Set(turn.readied);
     const knownDue = turn.due;
     const notify = turn.readied.size > 0 || turn.due ? this.#p.lease.notify(tx, turn) : Promise.resolve([]);
-    const claims = claimAll(tx, q, node, [...served, ...reserves.map((r) => r.c)]);
+    const claims = claimAll(tx, q, node, [...served, ...reserves.map((r) => r.c)], this.#p.counting);
     const due = serving.waiters.size > 0 ? tx.query(q.due) : undefined;
     const [, claimed, dueRows] = await all<unknown>([notify, claims, due ?? Promise.resolve(undefined)]) as [
       unknown,

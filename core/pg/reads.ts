@@ -79,7 +79,8 @@ export class Reads {
           const s = this.#tubes.stats(n, rows[i]![0]);
           if (!s) return;
           const left = Math.max(0, Number(rows[i]![0]?.pause_left_ms ?? 0));
-          out.push({ ...s, paused: left > 0, pauseLeftMs: left, oldestReadyMs: 0 });
+          const held = rows[i]![0]?.held === true ? s.ready : 0; // the ready jobs its limits keep back now
+          out.push({ ...s, paused: left > 0, pauseLeftMs: left, oldestReadyMs: 0, heldJobs: held });
         });
         return out;
       };

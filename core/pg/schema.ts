@@ -97,6 +97,7 @@ function migrations(S: string): string[][] {
       `alter table ${S}.nodes add column host text, add column pid integer`,
     ],
     extensionsMigration(S),
+    flowMigration(S),
   ];
 }
 
@@ -184,6 +185,67 @@ function extensionsMigration(S: string): string[] {
     `create trigger jobs_doomed after update on ${S}.jobs for each row
       when (old.doomed and new.state <> ${RESERVED})
       execute function ${S}.job_doomed()`,
+  ];
+}
+
+/**
+ * Migration 4: flow control and recurring jobs (docs/extensions.md). Additive, as 3.
+ *
+ * - A tube's limits live in its row of `tubes`, beside its pause, so the claim's one
+ *   lookup of a watched tube (is it paused?) also tells whether it has limits: a tube
+ *   without limits costs a claim nothing more. `reserved` counts the tube's jobs reserved
+ *   under its limits (the claim adds what it takes, under the row's lock, so two nodes'
+ *   claims count one after the other); `rate_times` are the tube's latest reservations
+ *   within its window (at most rate_count, by the database's clock), `rate_free_at` when
+ *   the window next lets one through (for the timers of waiting clients); `seq` is its
+ *   place in list-tubes.
+ * - `jobs.limited`: a reservation counted in its tube's `reserved`. When it ends (any
+ *   update out of reserved: release, bury, a TTR timeout, a lapsed lease, a dead letter;
+ *   or a delete), a trigger takes it off the count and NOTIFYs the tube as readied, so
+ *   waiting clients on every node claim again. The WHEN clauses keep both triggers off
+ *   every other row.
+ * - `schedules`: one row per schedule; `after_sec` (due times up to it are done) and
+ *   `next_due` move together in the transaction that puts a run's job, which locks the
+ *   row: exactly one node runs each due time.
+ */
+function flowMigration(S: string): string[] {
+  const endReservation = (row: string) =>
+    `update ${S}.tubes set reserved = greatest(0, reserved - 1) where name = ${row}.tube;
+        perform pg_notify('tubeway.${S}', '0 r ' || ${row}.tube);`;
+  return [
+    `alter table ${S}.tubes add column seq bigint, add column max_reserved bigint not null default 0,
+      add column reserved bigint not null default 0, add column rate_count bigint not null default 0,
+      add column rate_window_ms bigint not null default 0,
+      add column rate_times timestamptz[] not null default '{}', add column rate_free_at timestamptz`,
+    `alter table ${S}.jobs add column limited boolean`,
+    `create function ${S}.job_limit_end() returns trigger language plpgsql as $f$
+      begin
+        ${endReservation("old")}
+        new.limited := null;
+        return new;
+      end $f$`,
+    `create trigger jobs_limit_end before update on ${S}.jobs for each row
+      when (old.limited and new.state <> ${RESERVED})
+      execute function ${S}.job_limit_end()`,
+    `create function ${S}.job_limit_gone() returns trigger language plpgsql as $f$
+      begin
+        ${endReservation("old")}
+        return null;
+      end $f$`,
+    `create trigger jobs_limit_gone after delete on ${S}.jobs for each row
+      when (old.limited and old.state = ${RESERVED})
+      execute function ${S}.job_limit_gone()`,
+    `create table ${S}.schedules (
+      name text primary key,
+      tube text not null,
+      spec text not null,
+      pri bigint not null,
+      ttr_ms bigint not null,
+      body bytea not null,
+      after_sec bigint not null,
+      last_due bigint not null default 0,
+      next_due bigint)`,
+    `create index schedules_due on ${S}.schedules (next_due)`,
   ];
 }
 

@@ -3,6 +3,7 @@
 // pipelined without waiting for each other. Times are the database's: now() is the
 // transaction's start, the same for every statement of a turn.
 import { BURIED, DELAYED, READY, RESERVED } from "./schema.ts";
+import { reserveJobCounted } from "./flow_statements.ts";
 
 const MS = "interval '1 millisecond'";
 /** Milliseconds from now() to a timestamptz expression (negative when past), as float8. */
@@ -21,12 +22,20 @@ const NOW_READY =
 const NOW_RESERVED = `(state = ${RESERVED} and deadline > now())`;
 const NOW_DELAYED = `(state = ${DELAYED} and ready_at > now())`;
 
-export function statements(S: string) {
-  /** Ms until the next delayed job is due, a TTR ends or a pause ends, anywhere; null when nothing is. */
-  const dueMs = msUntil(`least(
+/**
+ * Ms until the next delayed job is due, a TTR ends, or a tube's pause ends or its rate
+ * limit lets the next reservation through, anywhere; null when nothing is.
+ */
+export function dueMsOf(S: string): string {
+  return msUntil(`least(
         (select min(ready_at) from ${S}.jobs where state = ${DELAYED}),
         (select min(deadline) from ${S}.jobs where state = ${RESERVED}),
-        (select min(pause_until) from ${S}.tubes where pause_until > now()))`);
+        (select least(min(pause_until) filter (where pause_until > now()),
+          min(rate_free_at) filter (where rate_free_at > now())) from ${S}.tubes))`);
+}
+
+export function statements(S: string) {
+  const dueMs = dueMsOf(S);
   return {
     /** Delayed jobs whose time has come, and reservations whose TTR ended, back to ready; $1 node, $2 slot. */
     sweep: `with p as (
@@ -101,7 +110,8 @@ export function statements(S: string) {
     /**
      * reserve, for the connections $2 of node $1 (first come first served) that watch
      * the same tubes $3 ($4 of them): the best (pri, id) ready jobs of those tubes that
-     * are not paused, the first to the first connection. Per tube, the head of its
+     * are not paused and have no limits (in the same lookup: those are
+     * flow_statements.ts's), the first to the first connection. Per tube, the head of its
      * (tube, pri, id) index, LIMIT $4 FOR UPDATE SKIP LOCKED (a row another transaction
      * is claiming or deleting is passed over; no sort of the whole queue); then the best
      * $4 of those heads. Heads not chosen stay locked until COMMIT, so a concurrent
@@ -111,7 +121,8 @@ export function statements(S: string) {
      */
     claims: `with w as (
         select tube from unnest($3::text[]) as u(tube)
-        where not exists (select 1 from ${S}.tubes p where p.name = u.tube and p.pause_until > now())),
+        where not exists (select 1 from ${S}.tubes p where p.name = u.tube
+          and (p.pause_until > now() or p.max_reserved > 0 or p.rate_count > 0))),
       h as (select x.id, x.pri from w cross join lateral (
           select id, pri from ${S}.jobs where state = ${READY} and tube = w.tube
           order by pri, id limit $4::int8 for update skip locked) as x),
@@ -124,10 +135,8 @@ export function statements(S: string) {
         where state = ${RESERVED} and node = $1 and conn = any($2::int8[]) group by conn)
       select k.conn::float8 as conn, u.id::float8 as id, u.body, s.soon_ms, ${dueMs} as due_ms
       from unnest($2::int8[]) as k(conn) left join u on u.conn = k.conn left join s on s.conn = k.conn`,
-    /** reserve-job $3 for node $1 connection $2: any job not reserved, in any tube. */
-    reserveJob: `update ${S}.jobs j set state = ${RESERVED}, node = $1, conn = $2, deadline = now() + j.ttr_ms * ${MS},
-        reserves = j.reserves + 1, buried_seq = null
-      where j.id = $3 and j.state <> ${RESERVED} returning ${OUT}`,
+    /** reserve-job $3 for node $1 connection $2 (flow_statements.ts: counted under its tube's limits). */
+    reserveJob: reserveJobCounted(S),
     /** release $3 (held by $1/$2) with pri $4 and delay $5 s. */
     release: `update ${S}.jobs j set state = case when $5::int8 > 0 then ${DELAYED} else ${READY} end, pri = $4::int8,
         delay_ms = $5::int8 * 1000, ready_at = now() + $5::int8 * 1000 * ${MS}, releases = j.releases + 1,
@@ -191,7 +200,10 @@ export function statements(S: string) {
         (select count(*)::float8 from ${S}.jobs where tube = $1 and ${NOW_DELAYED}) as delayed,
         (select count(*)::float8 from ${S}.jobs where tube = $1 and state = ${BURIED}) as buried,
         r.max_attempts::float8 as dlq_max, r.dead_tube as dlq_tube, r.backoff_base::float8 as backoff_base,
-        r.backoff_cap::float8 as backoff_cap
+        r.backoff_cap::float8 as backoff_cap,
+        case when p.max_reserved > 0 or p.rate_count > 0 then p.max_reserved::float8 end as max_reserved,
+        p.rate_count::float8 as rate_count, p.rate_window_ms::float8 as rate_window_ms,
+        coalesce((p.max_reserved > 0 and p.reserved >= p.max_reserved) or p.rate_free_at > now(), false) as held
       from (select 1) as one left join ${S}.tubes p on p.name = $1 left join ${S}.policies r on r.tube = $1`,
     /** The cluster's job gauges (counted: a scan of the jobs table) and counters. */
     stats: `select
@@ -203,10 +215,11 @@ export function statements(S: string) {
         (select coalesce(sum(total_jobs), 0)::float8 from ${S}.node_counts) as total_jobs,
         (select coalesce(sum(job_timeouts), 0)::float8 from ${S}.node_counts) as job_timeouts
       from ${S}.jobs`,
-    /** Tubes with jobs or a policy (extensions), in the order they were first counted. */
+    /** Tubes with jobs, a policy or limits (extensions), in the order they were first counted. */
     tubeNames: `select name from (
         select tube as name, min(seq) as seq from ${S}.tube_counts group by tube having sum(jobs) > 0
-        union all select tube, seq from ${S}.policies) as x
+        union all select tube, seq from ${S}.policies
+        union all select name, seq from ${S}.tubes where max_reserved > 0 or rate_count > 0) as x
       group by name order by min(seq)`,
     /**
      * pause-tube $1 for $2 s ($3: referenced here, so it exists even without jobs). No
@@ -216,6 +229,7 @@ export function statements(S: string) {
         select $1::text, 1, $2::int8 * 1000, case when $2::int8 > 0 then now() + $2::int8 * 1000 * ${MS} end
         where $3::boolean or (select coalesce(sum(jobs), 0) from ${S}.tube_counts where tube = $1) > 0
           or exists (select 1 from ${S}.policies where tube = $1)
+          or exists (select 1 from ${S}.tubes where name = $1 and (max_reserved > 0 or rate_count > 0))
       on conflict (name) do update set cmd_pause = x.cmd_pause + 1, pause_ms = excluded.pause_ms,
         pause_until = excluded.pause_until
       returning 1`,
@@ -231,6 +245,7 @@ export function statements(S: string) {
       g as (
         select name from unnest($1::text[]) as u(name)
         where name <> 'default' and not exists (select 1 from ${S}.policies where tube = u.name)
+          and not exists (select 1 from ${S}.tubes where name = u.name and (max_reserved > 0 or rate_count > 0))
           and (select coalesce(sum(jobs), 0) from l where l.tube = u.name) = 0),
       c as (delete from ${S}.tube_counts x using g where x.tube = g.name)
       delete from ${S}.tubes x using g where x.name = g.name`,

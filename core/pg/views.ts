@@ -76,7 +76,12 @@ export function tubeStatsOf(name: string, row: Row | undefined, here: PgTube | u
     backoffBaseSec: Number(row.backoff_base),
     backoffCapSec: Number(row.backoff_cap),
   };
-  if (!here && !policy && (!row || Number(row.jobs) === 0)) return undefined;
+  const limits = row?.max_reserved == null ? undefined : {
+    concurrency: Number(row.max_reserved),
+    rateCount: Number(row.rate_count),
+    rateWindowSec: Number(row.rate_window_ms) / 1000,
+  };
+  if (!here && !policy && !limits && (!row || Number(row.jobs) === 0)) return undefined;
   const n = (k: string) => (row ? Number(row[k]) : 0);
   const left = Math.max(0, n("pause_left_ms"));
   const stats: TubeStats = {
@@ -96,5 +101,6 @@ export function tubeStatsOf(name: string, row: Row | undefined, here: PgTube | u
     pauseTimeLeft: left > 0 ? Math.trunc(left / 1000) : 0,
   };
   if (policy) stats.policy = policy; // extensions: only on tubes that have one
+  if (limits) stats.limits = limits;
   return stats;
 }

@@ -15,7 +15,19 @@ export type Action =
   // extensions (docs/extensions.md): empty a tube, its retry policy
   | { kind: "delete-tube"; tube: string }
   | { kind: "set-dlq"; tube: string; maxAttempts: number; deadTube: string }
-  | { kind: "set-backoff"; tube: string; baseSec: number; capSec: number };
+  | { kind: "set-backoff"; tube: string; baseSec: number; capSec: number }
+  // flow control and recurring jobs: a tube's limits, a schedule added or removed
+  | { kind: "limits"; tube: string; concurrency: number; rateCount: number; rateWindowSec: number }
+  | {
+    kind: "schedule";
+    name: string;
+    tube: string;
+    spec: string;
+    pri: number;
+    ttrSec: number;
+    body: Uint8Array;
+  }
+  | { kind: "unschedule"; name: string };
 
 /** Protocol replies, one per command sent (the last line of each answer). */
 export type Replies = string[];
@@ -39,15 +51,27 @@ export function commandsFor(a: Action): Uint8Array {
       return enc.encode(`set-dlq ${a.tube} ${a.maxAttempts} ${a.deadTube}\r\n`);
     case "set-backoff":
       return enc.encode(`set-backoff ${a.tube} ${a.baseSec} ${a.capSec}\r\n`);
-    case "put": {
-      const head = enc.encode(`use ${a.tube}\r\nput ${a.pri} ${a.delaySec} ${a.ttrSec} ${a.body.length}\r\n`);
-      const out = new Uint8Array(head.length + a.body.length + 2);
-      out.set(head);
-      out.set(a.body, head.length);
-      out.set([13, 10], head.length + a.body.length);
-      return out;
-    }
+    case "limits":
+      return enc.encode(
+        `set-concurrency ${a.tube} ${a.concurrency}\r\nset-rate ${a.tube} ${a.rateCount} ${a.rateWindowSec}\r\n`,
+      );
+    case "unschedule":
+      return enc.encode(`unschedule ${a.name}\r\n`);
+    case "schedule":
+      return withBody(`schedule ${a.name} ${a.tube} ${a.spec} ${a.pri} ${a.ttrSec} ${a.body.length}\r\n`, a.body);
+    case "put":
+      return withBody(`use ${a.tube}\r\nput ${a.pri} ${a.delaySec} ${a.ttrSec} ${a.body.length}\r\n`, a.body);
   }
+}
+
+/** Command lines, then a body and its CRLF. */
+function withBody(lines: string, body: Uint8Array): Uint8Array {
+  const head = enc.encode(lines);
+  const out = new Uint8Array(head.length + body.length + 2);
+  out.set(head);
+  out.set(body, head.length);
+  out.set([13, 10], head.length + body.length);
+  return out;
 }
 
 /** Send `bytes` then quit over an in-process connection; resolves to the reply lines. */
@@ -76,8 +100,12 @@ function concat(chunks: Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** Run an action; the answer is the reply to its last command (e.g. "KICKED 3", "INSERTED 7"). */
+/**
+ * Run an action; the answer is the reply to its last command (e.g. "KICKED 3", "INSERTED
+ * 7"), or the first that is not what a command of its kind answers when all is well.
+ */
 export async function runAction(svc: Service, a: Action): Promise<string> {
   const replies = await converse(svc, commandsFor(a));
+  if (a.kind === "limits") return replies.find((r) => r !== "CONCURRENCY_SET" && r !== "RATE_SET") ?? "RATE_SET";
   return replies[replies.length - 1] ?? "INTERNAL_ERROR";
 }

@@ -44,10 +44,28 @@ export const DASHBOARD_HTML = `<!doctype html>
     <div class="scroll"><table id="tubes">
       <thead><tr>
         <th>tube</th><th>ready</th><th>reserved</th><th>delayed</th><th>buried</th><th>urgent</th>
-        <th>waiting</th><th>put/s</th><th>delete/s</th><th>oldest ready</th><th>paused</th><th class="text">retry</th><th>actions</th>
+        <th>waiting</th><th>put/s</th><th>delete/s</th><th>oldest ready</th><th>paused</th><th class="text">retry</th>
+        <th class="text">limits</th><th>actions</th>
       </tr></thead>
       <tbody></tbody>
     </table></div>
+  </section>
+  <section id="schedules">
+    <h2>Schedules <span id="schedule-count"></span></h2>
+    <div class="scroll"><table id="schedule-list">
+      <thead><tr><th>name</th><th class="text">tube</th><th class="text">spec</th><th>next due</th><th>last run</th><th>pri</th>
+        <th>size</th><th>actions</th></tr></thead>
+      <tbody></tbody>
+    </table></div>
+    <form id="schedule-form" class="inline-form">
+      <label>name <input name="name" required></label>
+      <label>tube <input name="tube" value="default" required></label>
+      <label>spec <input name="spec" placeholder="every:60, 0_9_*_*_1-5" required></label>
+      <label>pri <input name="pri" type="number" min="0" value="1024"></label>
+      <label>ttr <input name="ttr" type="number" min="1" value="60"></label>
+      <label class="wide">body <textarea name="body" rows="1"></textarea></label>
+      <button type="submit">schedule</button>
+    </form>
   </section>
   <section id="browser" hidden>
     <h2>Jobs in <span id="browse-tube"></span></h2>
@@ -62,7 +80,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   </section>
   <section>
     <h2>Put a job</h2>
-    <form id="put-form">
+    <form id="put-form" class="inline-form">
       <label>tube <input name="tube" value="default" required></label>
       <label>pri <input name="pri" type="number" min="0" value="1024"></label>
       <label>delay <input name="delay" type="number" min="0" value="0"></label>
@@ -115,8 +133,8 @@ th.body, td.body, th.text { text-align: left; }
 td.body { white-space: pre-wrap; word-break: break-all; font-family: ui-monospace, monospace;
   min-width: 16ch; max-width: 420px; font-size: 12px; }
 td.body.hex { color: var(--mute); }
-#tubes td[data-col=name], #tubes td[data-col=retry] { white-space: normal; overflow-wrap: anywhere; text-align: left;
-  min-width: 12ch; max-width: 24ch; }
+#tubes td[data-col=name], #tubes td[data-col=retry], #tubes td[data-col=limits], #schedule-list td.text {
+  white-space: normal; overflow-wrap: anywhere; text-align: left; min-width: 12ch; max-width: 24ch; }
 td.actions { text-align: left; white-space: normal; min-width: 12em; }
 td.actions .group { display: inline-block; white-space: nowrap; margin: 1px 4px 1px 0; }
 td.actions button { font-size: 12px; padding: 0 5px; }
@@ -124,10 +142,12 @@ td.actions input { width: 4em; font-size: 12px; }
 button { font: inherit; padding: 1px 8px; cursor: pointer; }
 button:disabled { cursor: not-allowed; }
 .tabs button.on { font-weight: bold; }
-#put-form { display: flex; flex-wrap: wrap; gap: 8px; align-items: end; }
-#put-form input[type=number] { width: 90px; }
-#put-form .wide { flex: 1 1 300px; }
-#put-form textarea { width: 100%; }
+.inline-form { display: flex; flex-wrap: wrap; gap: 8px; align-items: end; }
+.inline-form input[type=number] { width: 90px; }
+.inline-form .wide { flex: 1 1 300px; }
+.inline-form textarea { width: 100%; }
+#schedule-form { margin-top: 8px; }
+#schedule-form input:not([type=number]) { width: 12em; max-width: 100%; }
 #commands { font-size: 12px; color: var(--mute); }
 #db-state { color: #fff; font-weight: normal; }
 #db-figures { margin: 0 0 6px; color: var(--mute); }

@@ -2,7 +2,9 @@
 // /api/overview, keeps a few minutes of samples for the chart and the per-tube rates,
 // and sends write actions as JSON POSTs with the token in a header. Every value from
 // the server is written with textContent: a job body or tube name is never markup.
-// (Plain ES2017 in a String.raw literal: no backticks or dollar-braces inside.)
+// (Plain ES2017 in a String.raw literal: no backticks or dollar-braces inside.) The part
+// for limits and schedules is dashboard_flow.ts's, put inside the same function.
+import { DASHBOARD_FLOW_JS } from "./dashboard_flow.ts";
 
 export const DASHBOARD_JS = String.raw`
 "use strict";
@@ -104,7 +106,7 @@ export const DASHBOARD_JS = String.raw`
   }
 
   var COLS = ["name", "ready", "reserved", "delayed", "buried", "urgent", "waiting", "put-rate", "delete-rate",
-    "oldest", "paused", "retry"];
+    "oldest", "paused", "retry", "limits"];
   var rows = {};
 
   // A tube's row is made once and then updated in place, so that what someone is typing
@@ -146,8 +148,9 @@ export const DASHBOARD_JS = String.raw`
       act(path + "/dlq", { maxAttempts: Number(max), deadTube: dead })
         .then(function () { return act(path + "/backoff", { base: Number(base), cap: Number(cap) }); });
     });
-    r.buttons.push(empty, retry);
-    a.appendChild(group(empty, retry));
+    var limits = limitsButton(name, r);
+    r.buttons.push(empty, retry, limits);
+    a.appendChild(group(empty, retry, limits));
     r.tr.appendChild(a);
     return r;
   }
@@ -170,7 +173,7 @@ export const DASHBOARD_JS = String.raw`
       var delRate = p && dt ? Math.max(0, (t.cmdDelete - p.cmdDelete) / dt) : 0;
       var values = [t.name, t.ready, t.reserved, t.delayed, t.buried, t.urgent, t.waiting, putRate.toFixed(1),
         delRate.toFixed(1), t.ready ? secs(t.oldestReadyS) : "-", t.pause ? secs(t.pauseTimeLeft) : "no",
-        retryText(t.policy)];
+        retryText(t.policy), limitsText(t)];
       COLS.forEach(function (c, k) {
         var v = String(values[k]);
         if (r.cells[c].textContent !== v) r.cells[c].textContent = v;
@@ -304,6 +307,7 @@ export const DASHBOARD_JS = String.raw`
       cards(o);
       chart();
       tubes(o);
+      schedules(o);
       cluster(o);
       commands(o);
       document.querySelector("#put-form button").disabled = !writable;
@@ -331,8 +335,10 @@ export const DASHBOARD_JS = String.raw`
         pri: Number(f.pri.value), delay: Number(f.delay.value), ttr: Number(f.ttr.value), body: f.body.value,
       });
     });
+    scheduleForm();
     refresh();
     setInterval(refresh, POLL_MS);
   });
+` + DASHBOARD_FLOW_JS + String.raw`
 })();
 `;

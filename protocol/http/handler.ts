@@ -5,7 +5,8 @@
 //   GET  /readyz    200 when puts are accepted (not draining, log writable, database there), else 503
 //   GET  /metrics   Prometheus text (metrics.ts)
 //   GET  /          the dashboard (dashboard_*.ts), and GET /api/... its JSON (views.ts)
-//   POST /api/...   write actions (actions.ts): need `Authorization: Bearer TOKEN`
+//   POST /api/...   write actions (actions.ts): need `Authorization: Bearer TOKEN`;
+//                   /api/tubes/TUBE/VERB, /api/jobs/ID/VERB, /api/schedules/NAME/set|delete
 //
 // Security: without a configured token every write is refused (403), so a side port
 // without --http-token is read-only. A token travels only in a header, never a cookie,
@@ -17,6 +18,7 @@ import { type ListState, overview, tubeJobs } from "./views.ts";
 import { type Action, runAction } from "./actions.ts";
 import { DASHBOARD_CSS, DASHBOARD_HTML } from "./dashboard_page.ts";
 import { DASHBOARD_JS } from "./dashboard_script.ts";
+import { parseSpec } from "../../core/schedule_spec.ts";
 
 export interface HttpOptions {
   /** Enables write actions for requests that present it. */
@@ -45,6 +47,8 @@ const json = (status: number, value: unknown) => respond(status, JSON.stringify(
 /** beanstalkd's tube name rule: 1-200 of these characters, not starting with '-'. */
 const TUBE_NAME = /^[A-Za-z0-9+/;.$_()][A-Za-z0-9+/;.$_()-]{0,199}$/;
 const U32_MAX = 4294967295;
+/** A schedule's name or spec: 1-200 bytes of printable ASCII without spaces (the protocol's rule for a name). */
+const WORD = /^[\x21-\x7e]{1,200}$/;
 
 /** Equal strings, in time that depends on their lengths only (no early exit on a mismatch). */
 export function sameSecret(a: string, b: string): boolean {
@@ -93,39 +97,9 @@ function hexBytes(s: string): Uint8Array | undefined {
 /** The action a POST names, or an error message. */
 function parseAction(parts: string[], body: Record<string, unknown>): Action | string {
   const [kind, key, verb] = parts;
-  if (kind === "tubes") {
-    const tube = key ?? "";
-    if (!TUBE_NAME.test(tube)) return "bad tube name";
-    if (verb === "kick") {
-      const bound = u32(body.bound, 1);
-      return bound === undefined || bound < 1 ? "bound must be a whole number >= 1" : { kind: "kick", tube, bound };
-    }
-    if (verb === "pause") {
-      const seconds = u32(body.seconds);
-      return seconds === undefined ? "seconds must be a whole number >= 0" : { kind: "pause", tube, seconds };
-    }
-    if (verb === "empty") return { kind: "delete-tube", tube };
-    if (verb === "dlq") {
-      const maxAttempts = u32(body.maxAttempts);
-      const deadTube = typeof body.deadTube === "string" ? body.deadTube : "";
-      if (maxAttempts === undefined) return "maxAttempts must be a whole number >= 0";
-      if (!TUBE_NAME.test(deadTube)) return "bad dead-letter tube name";
-      return { kind: "set-dlq", tube, maxAttempts, deadTube };
-    }
-    if (verb === "backoff") {
-      const baseSec = u32(body.base), capSec = u32(body.cap, 0);
-      if (baseSec === undefined || capSec === undefined) return "base, cap: whole numbers >= 0";
-      return { kind: "set-backoff", tube, baseSec, capSec };
-    }
-    if (verb === "put") {
-      const pri = u32(body.pri, 1024), delaySec = u32(body.delay, 0), ttrSec = u32(body.ttr, 60);
-      if (pri === undefined || delaySec === undefined || ttrSec === undefined) return "pri, delay, ttr: whole numbers";
-      if (typeof body.body !== "string") return "body must be a string";
-      const bytes = body.encoding === "hex" ? hexBytes(body.body) : new TextEncoder().encode(body.body);
-      if (!bytes) return "body is not hex";
-      return { kind: "put", tube, pri, delaySec, ttrSec, body: bytes };
-    }
-  } else if (kind === "jobs" && /^[1-9][0-9]{0,15}$/.test(key ?? "")) {
+  if (kind === "tubes") return tubeAction(key ?? "", verb, body);
+  if (kind === "schedules") return scheduleAction(key ?? "", verb, body);
+  if (kind === "jobs" && /^[1-9][0-9]{0,15}$/.test(key ?? "")) {
     const id = Number(key);
     if (verb === "kick") return { kind: "kick-job", id };
     if (verb === "delete") return { kind: "delete", id };
@@ -133,9 +107,79 @@ function parseAction(parts: string[], body: Record<string, unknown>): Action | s
   return "no such action";
 }
 
+/** POST /api/tubes/TUBE/VERB. */
+function tubeAction(tube: string, verb: string | undefined, body: Record<string, unknown>): Action | string {
+  if (!TUBE_NAME.test(tube)) return "bad tube name";
+  switch (verb) {
+    case "kick": {
+      const bound = u32(body.bound, 1);
+      return bound === undefined || bound < 1 ? "bound must be a whole number >= 1" : { kind: "kick", tube, bound };
+    }
+    case "pause": {
+      const seconds = u32(body.seconds);
+      return seconds === undefined ? "seconds must be a whole number >= 0" : { kind: "pause", tube, seconds };
+    }
+    case "empty":
+      return { kind: "delete-tube", tube };
+    case "dlq": {
+      const maxAttempts = u32(body.maxAttempts);
+      const deadTube = typeof body.deadTube === "string" ? body.deadTube : "";
+      if (maxAttempts === undefined) return "maxAttempts must be a whole number >= 0";
+      if (!TUBE_NAME.test(deadTube)) return "bad dead-letter tube name";
+      return { kind: "set-dlq", tube, maxAttempts, deadTube };
+    }
+    case "backoff": {
+      const baseSec = u32(body.base), capSec = u32(body.cap, 0);
+      if (baseSec === undefined || capSec === undefined) return "base, cap: whole numbers >= 0";
+      return { kind: "set-backoff", tube, baseSec, capSec };
+    }
+    case "limits": {
+      const concurrency = u32(body.concurrency, 0), rateCount = u32(body.rateCount, 0);
+      const rateWindowSec = u32(body.rateWindow, 0);
+      if (concurrency === undefined || rateCount === undefined || rateWindowSec === undefined) {
+        return "concurrency, rateCount, rateWindow: whole numbers >= 0";
+      }
+      if (rateCount > 0 && rateWindowSec === 0) return "a rate needs a window of at least 1 s";
+      return { kind: "limits", tube, concurrency, rateCount, rateWindowSec };
+    }
+    case "put": {
+      const pri = u32(body.pri, 1024), delaySec = u32(body.delay, 0), ttrSec = u32(body.ttr, 60);
+      if (pri === undefined || delaySec === undefined || ttrSec === undefined) return "pri, delay, ttr: whole numbers";
+      const bytes = bodyBytes(body);
+      return typeof bytes === "string" ? bytes : { kind: "put", tube, pri, delaySec, ttrSec, body: bytes };
+    }
+  }
+  return "no such action";
+}
+
+/** POST /api/schedules/NAME/set (a schedule added or replaced) or /delete. */
+function scheduleAction(name: string, verb: string | undefined, body: Record<string, unknown>): Action | string {
+  if (!WORD.test(name)) return "bad schedule name";
+  if (verb === "delete") return { kind: "unschedule", name };
+  if (verb !== "set") return "no such action";
+  const tube = typeof body.tube === "string" ? body.tube : "";
+  const spec = typeof body.spec === "string" ? body.spec : "";
+  if (!TUBE_NAME.test(tube)) return "bad tube name";
+  // checked here, not left to the protocol: after a refused line, its body would be read as commands
+  if (parseSpec(spec) === undefined) return "spec: every:<seconds> or cron fields joined by _, e.g. 0_9_*_*_1-5";
+  const pri = u32(body.pri, 1024), ttrSec = u32(body.ttr, 60);
+  if (pri === undefined || ttrSec === undefined) return "pri, ttr: whole numbers";
+  const bytes = bodyBytes(body);
+  return typeof bytes === "string" ? bytes : { kind: "schedule", name, tube, spec, pri, ttrSec, body: bytes };
+}
+
+/** A job's body: text, or hex with `encoding: "hex"`; a string is what is wrong. */
+function bodyBytes(body: Record<string, unknown>): Uint8Array | string {
+  if (typeof body.body !== "string") return "body must be a string";
+  const bytes = body.encoding === "hex" ? hexBytes(body.body) : new TextEncoder().encode(body.body);
+  return bytes ?? "body is not hex";
+}
+
 /** HTTP status for a protocol reply. */
 function statusOf(reply: string): number {
-  if (/^(INSERTED|KICKED|DELETED|PAUSED|USING|DLQ_SET|BACKOFF_SET)\b/.test(reply)) return 200;
+  if (/^(INSERTED|KICKED|DELETED|PAUSED|USING|DLQ_SET|BACKOFF_SET|CONCURRENCY_SET|RATE_SET|SCHEDULED)\b/.test(reply)) {
+    return 200;
+  }
   if (reply === "NOT_FOUND") return 404;
   if (reply === "DRAINING") return 503;
   if (reply === "JOB_TOO_BIG" || reply === "BAD_FORMAT" || reply === "EXPECTED_CRLF") return 400;

@@ -9,7 +9,7 @@
 // tube names are read first; each slice's snapshots are asked of the engine when the
 // first family reaches it (a tube dropped before that is left out). Samples of one
 // scrape may be taken a few ms apart.
-import type { Engine, HistogramView, TubeSnapshot } from "../../core/engine.ts";
+import type { DatabaseHealth, Engine, EngineStats, HistogramView, LogHealth, TubeSnapshot } from "../../core/engine.ts";
 import { CMD_KEYS, type Counters, EXT_KEYS } from "../counters.ts";
 
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -128,7 +128,45 @@ const TUBE_FAMILIES: readonly TubeFamily[] = [
     help: "Age of the oldest ready job in a tube (time since it became ready): queue latency.",
     lines: (t, l) => `tubeway_tube_oldest_ready_seconds{${l}} ${t.oldestReadyMs / 1000}\n`,
   },
+  // limits (set-concurrency, set-rate): samples only for the tubes that have them
+  {
+    name: "tubeway_tube_held_jobs",
+    kind: "gauge",
+    help: "Ready jobs of a tube with limits that the limits keep from being reserved now.",
+    lines: (t, l) => t.limits === undefined ? "" : `tubeway_tube_held_jobs{${l}} ${t.heldJobs ?? 0}\n`,
+  },
+  {
+    name: "tubeway_tube_concurrency_limit",
+    kind: "gauge",
+    help: "Most jobs of a tube reserved at once (set-concurrency; 0: none).",
+    lines: (t, l) => t.limits === undefined ? "" : `tubeway_tube_concurrency_limit{${l}} ${t.limits.concurrency}\n`,
+  },
+  {
+    name: "tubeway_tube_rate_limit",
+    kind: "gauge",
+    help: "Most reservations of a tube per window (set-rate; 0: none).",
+    lines: (t, l) => t.limits === undefined ? "" : `tubeway_tube_rate_limit{${l}} ${t.limits.rateCount}\n`,
+  },
+  {
+    name: "tubeway_tube_rate_window_seconds",
+    kind: "gauge",
+    help: "The window of a tube's rate limit, seconds (0: none).",
+    lines: (t, l) => t.limits === undefined ? "" : `tubeway_tube_rate_window_seconds{${l}} ${t.limits.rateWindowSec}\n`,
+  },
 ];
+
+/** Families made one after the other, rendered together. */
+class Families {
+  readonly list: Family[] = [];
+  add(name: string, kind: Kind, help: string): Family {
+    const f = new Family(name, kind, help);
+    this.list.push(f);
+    return f;
+  }
+  text(): string {
+    return this.list.map((f) => f.text()).join("");
+  }
+}
 
 /**
  * The exposition text in chunks: the server-wide families, then each per-tube family
@@ -141,13 +179,6 @@ export async function* metricChunks(
   pause: () => Promise<void> = yieldToLoop,
 ): AsyncGenerator<string> {
   const e = src.engine;
-  const fams: Family[] = [];
-  const fam = (name: string, kind: Kind, help: string) => {
-    const f = new Family(name, kind, help);
-    fams.push(f);
-    return f;
-  };
-  const now = e.clock.now();
   // An engine over a database that is away (--pg) cannot count its jobs now: the node's own
   // figures still go out (connections, commands, the database's state), without the job
   // and tube samples, rather than no scrape at all. A database known away is not waited for.
@@ -155,36 +186,77 @@ export async function* metricChunks(
   const g = m.database && !m.database.available
     ? undefined
     : await Promise.resolve().then(() => e.stats()).catch(() => undefined);
-  const c = src.counters;
+  yield serverFamilies(src, g).text();
+  yield* tubeChunks(e, g ? await e.tubeNames() : [], pause);
+  const fams = new Families();
+  histogram(
+    fams.add("tubeway_ready_to_reserve_seconds", "histogram", "Time a job waited ready before a reserve took it."),
+    m.readyToReserve,
+  );
+  histogram(
+    fams.add(
+      "tubeway_reserve_to_delete_seconds",
+      "histogram",
+      "Time from reserve to delete (jobs deleted while reserved).",
+    ),
+    m.reserveToDelete,
+  );
+  if (m.deadLettered !== undefined) {
+    fams.add("tubeway_jobs_dead_lettered_total", "counter", "Jobs moved to a dead-letter tube (set-dlq) since start.")
+      .add("", m.deadLettered);
+  }
+  if (m.scheduleRuns !== undefined) {
+    const runs = fams.add(
+      "tubeway_schedule_runs_total",
+      "counter",
+      "Jobs a schedule put through this node since start.",
+    );
+    for (const [name, n] of m.scheduleRuns) runs.add(`{schedule="${labelValue(name)}"}`, n);
+  }
+  if (m.database) await databaseFamilies(fams, m.database);
+  if (m.log && g) logFamilies(fams, m.log, g);
+  else fams.add("tubeway_binlog_enabled", "gauge", "1 when jobs are logged (-b).").add("", m.log ? 1 : 0);
+  fams.add("tubeway_build_info", "gauge", "Always 1; the version is a label.").add(
+    `{version="${labelValue(src.version)}"}`,
+    1,
+  );
+  yield fams.text();
+}
 
-  fam("beanstalkd_up", "gauge", "1 while the server answers.").add("", 1);
-  fam("beanstalkd_uptime_seconds", "gauge", "Seconds since the server started.")
-    .add("", Math.floor((now - src.startedAtMs) / 1000));
-  fam("beanstalkd_draining", "gauge", "1 in drain mode (puts are refused).").add("", e.draining ? 1 : 0);
-  const jobs = fam("beanstalkd_jobs", "gauge", "Jobs by state (urgent: ready with pri < 1024).");
-  const total = fam("beanstalkd_jobs_total", "counter", "Jobs created by put since start.");
-  const timeouts = fam("beanstalkd_job_timeouts_total", "counter", "Reservations that ran out of TTR.");
+/** The server-wide families: up, uptime, drain mode, jobs, connections, tubes, commands. */
+function serverFamilies(src: MetricsSource, g: EngineStats | undefined): Families {
+  const e = src.engine;
+  const c = src.counters;
+  const fams = new Families();
+  fams.add("beanstalkd_up", "gauge", "1 while the server answers.").add("", 1);
+  fams.add("beanstalkd_uptime_seconds", "gauge", "Seconds since the server started.")
+    .add("", Math.floor((e.clock.now() - src.startedAtMs) / 1000));
+  fams.add("beanstalkd_draining", "gauge", "1 in drain mode (puts are refused).").add("", e.draining ? 1 : 0);
+  const jobs = fams.add("beanstalkd_jobs", "gauge", "Jobs by state (urgent: ready with pri < 1024).");
+  const total = fams.add("beanstalkd_jobs_total", "counter", "Jobs created by put since start.");
+  const timeouts = fams.add("beanstalkd_job_timeouts_total", "counter", "Reservations that ran out of TTR.");
   if (g) {
     for (const s of ["urgent", "ready", "reserved", "delayed", "buried"] as const) jobs.add(`{state="${s}"}`, g[s]);
     total.add("", g.totalJobs);
     timeouts.add("", g.jobTimeouts);
   }
-  const conns = fam("beanstalkd_connections", "gauge", "Open connections by role.");
+  const conns = fams.add("beanstalkd_connections", "gauge", "Open connections by role.");
   conns.add(`{role="current"}`, c.connections);
   conns.add(`{role="producers"}`, c.producers);
   conns.add(`{role="workers"}`, c.workers);
   if (g) conns.add(`{role="waiting"}`, g.waiting);
-  fam("beanstalkd_connections_total", "counter", "Connections accepted since start.").add("", c.totalConnections);
-  const tubesNow = fam("beanstalkd_tubes_current", "gauge", "Tubes that exist now.");
+  fams.add("beanstalkd_connections_total", "counter", "Connections accepted since start.").add("", c.totalConnections);
+  const tubesNow = fams.add("beanstalkd_tubes_current", "gauge", "Tubes that exist now.");
   if (g) tubesNow.add("", g.tubes);
-  const cmds = fam("beanstalkd_commands_total", "counter", "Commands received, by command.");
+  const cmds = fams.add("beanstalkd_commands_total", "counter", "Commands received, by command.");
   CMD_KEYS.forEach((k, i) => cmds.add(`{command="${k}"}`, c.cmd[i]!));
-  // the extension commands (issue 19): here, never in stock `stats`
+  // the extension commands: here, never in stock `stats`
   EXT_KEYS.forEach((k, i) => cmds.add(`{command="${k}"}`, c.ext[i]!));
-  yield fams.map((f) => f.text()).join("");
-  fams.length = 0;
+  return fams;
+}
 
-  const names = g ? await e.tubeNames() : [];
+/** Each per-tube family over these tubes, a slice of TUBES_PER_SLICE at a time, with `pause` between slices. */
+async function* tubeChunks(e: Engine, names: string[], pause: () => Promise<void>): AsyncGenerator<string> {
   /** Each slice's snapshots, asked for when the first family reaches the slice. */
   const slices: { tubes: TubeSnapshot[]; labels: string[] }[] = [];
   for (const f of TUBE_FAMILIES) {
@@ -207,75 +279,61 @@ export async function* metricChunks(
     }
     yield chunk;
   }
+}
 
-  histogram(
-    fam("tubeway_ready_to_reserve_seconds", "histogram", "Time a job waited ready before a reserve took it."),
-    m.readyToReserve,
+/** The database under a --pg node, and the cluster's live nodes (read now). */
+async function databaseFamilies(fams: Families, db: DatabaseHealth): Promise<void> {
+  fams.add("tubeway_pg_available", "gauge", "1 while the database takes this node's transactions.")
+    .add("", db.available ? 1 : 0);
+  fams.add("tubeway_pg_node_id", "gauge", "This node's id (its row in the nodes table).").add("", db.node);
+  fams.add("tubeway_pg_lease_remaining_seconds", "gauge", "Seconds until this node's lease ends (<= 0: lapsed).")
+    .add("", db.leaseRemainingMs / 1000);
+  const live = fams.add("tubeway_pg_cluster_nodes", "gauge", "Nodes of the cluster whose lease has not lapsed.");
+  // no sample when the nodes table cannot be read now
+  const nodes = await db.nodes().catch(() => undefined);
+  if (nodes) live.add("", nodes.length);
+  fams.add("tubeway_pg_pool_connections_in_use", "gauge", "Pool connections busy (transactions, reads).")
+    .add("", db.poolInUse);
+  fams.add("tubeway_pg_pool_size", "gauge", "Connections the pool may open (LISTEN's not counted).").add(
+    "",
+    db.poolSize,
   );
   histogram(
-    fam("tubeway_reserve_to_delete_seconds", "histogram", "Time from reserve to delete (jobs deleted while reserved)."),
-    m.reserveToDelete,
+    fams.add("tubeway_pg_statements_seconds", "histogram", "A turn transaction's statements, sent to last answer."),
+    db.statements,
   );
-
-  if (m.deadLettered !== undefined) {
-    fam("tubeway_jobs_dead_lettered_total", "counter", "Jobs moved to a dead-letter tube (set-dlq) since start.")
-      .add("", m.deadLettered);
-  }
-  const db = m.database;
-  if (db) {
-    fam("tubeway_pg_available", "gauge", "1 while the database takes this node's transactions.")
-      .add("", db.available ? 1 : 0);
-    fam("tubeway_pg_node_id", "gauge", "This node's id (its row in the nodes table).").add("", db.node);
-    fam("tubeway_pg_lease_remaining_seconds", "gauge", "Seconds until this node's lease ends (<= 0: lapsed).")
-      .add("", db.leaseRemainingMs / 1000);
-    const live = fam("tubeway_pg_cluster_nodes", "gauge", "Nodes of the cluster whose lease has not lapsed.");
-    // no sample when the nodes table cannot be read now
-    const nodes = await db.nodes().catch(() => undefined);
-    if (nodes) live.add("", nodes.length);
-    fam("tubeway_pg_pool_connections_in_use", "gauge", "Pool connections busy (transactions, reads).")
-      .add("", db.poolInUse);
-    fam("tubeway_pg_pool_size", "gauge", "Connections the pool may open (LISTEN's not counted).").add("", db.poolSize);
-    histogram(
-      fam("tubeway_pg_statements_seconds", "histogram", "A turn transaction's statements, sent to last answer."),
-      db.statements,
-    );
-    histogram(fam("tubeway_pg_commit_seconds", "histogram", "A turn transaction's COMMIT round trip."), db.commits);
-    histogram(
-      fam("tubeway_pg_transaction_commands", "histogram", "Commands per committed turn transaction."),
-      db.batchSizes,
-      "",
-      1,
-    );
-    fam("tubeway_pg_transactions_total", "counter", "Turn transactions committed.").add("", db.transactions);
-    fam(
-      "tubeway_pg_retries_total",
-      "counter",
-      "Turn transactions run again (deadlock, serialization failure, database away).",
-    )
-      .add("", db.retries);
-    fam("tubeway_pg_errors_total", "counter", "Turn transactions that failed (their commands: INTERNAL_ERROR).")
-      .add("", db.errors);
-  }
-  const health = m.log;
-  fam("tubeway_binlog_enabled", "gauge", "1 when jobs are logged (-b).").add("", health ? 1 : 0);
-  if (health && g) {
-    const ws = g.binlog;
-    fam("tubeway_binlog_written_bytes_total", "counter", "Bytes appended to the log.").add("", health.bytesWritten);
-    fam("tubeway_binlog_records_written_total", "counter", "Records written to the log.").add("", ws.recordsWritten);
-    fam("tubeway_binlog_records_migrated_total", "counter", "Records moved by compaction.").add("", ws.recordsMigrated);
-    fam("tubeway_binlog_files", "gauge", "Log files on disk.").add("", health.files);
-    fam("tubeway_binlog_writable", "gauge", "1 while the last write and fsync succeeded.").add(
-      "",
-      health.writable ? 1 : 0,
-    );
-    fam("tubeway_binlog_disk_errors_total", "counter", "Failed log writes and fsyncs.").add("", health.diskErrors);
-    histogram(fam("tubeway_binlog_fsync_seconds", "histogram", "Duration of each fsync round."), health.fsync);
-  }
-  fam("tubeway_build_info", "gauge", "Always 1; the version is a label.").add(
-    `{version="${labelValue(src.version)}"}`,
+  histogram(fams.add("tubeway_pg_commit_seconds", "histogram", "A turn transaction's COMMIT round trip."), db.commits);
+  histogram(
+    fams.add("tubeway_pg_transaction_commands", "histogram", "Commands per committed turn transaction."),
+    db.batchSizes,
+    "",
     1,
   );
-  yield fams.map((f) => f.text()).join("");
+  fams.add("tubeway_pg_transactions_total", "counter", "Turn transactions committed.").add("", db.transactions);
+  fams.add(
+    "tubeway_pg_retries_total",
+    "counter",
+    "Turn transactions run again (deadlock, serialization failure, database away).",
+  ).add("", db.retries);
+  fams.add("tubeway_pg_errors_total", "counter", "Turn transactions that failed (their commands: INTERNAL_ERROR).")
+    .add("", db.errors);
+}
+
+/** The log's health (-b). */
+function logFamilies(fams: Families, health: LogHealth, g: EngineStats): void {
+  const ws = g.binlog;
+  fams.add("tubeway_binlog_enabled", "gauge", "1 when jobs are logged (-b).").add("", 1);
+  fams.add("tubeway_binlog_written_bytes_total", "counter", "Bytes appended to the log.").add("", health.bytesWritten);
+  fams.add("tubeway_binlog_records_written_total", "counter", "Records written to the log.").add("", ws.recordsWritten);
+  fams.add("tubeway_binlog_records_migrated_total", "counter", "Records moved by compaction.").add(
+    "",
+    ws.recordsMigrated,
+  );
+  fams.add("tubeway_binlog_files", "gauge", "Log files on disk.").add("", health.files);
+  fams.add("tubeway_binlog_writable", "gauge", "1 while the last write and fsync succeeded.")
+    .add("", health.writable ? 1 : 0);
+  fams.add("tubeway_binlog_disk_errors_total", "counter", "Failed log writes and fsyncs.").add("", health.diskErrors);
+  histogram(fams.add("tubeway_binlog_fsync_seconds", "histogram", "Duration of each fsync round."), health.fsync);
 }
 
 /** The whole exposition as one string (tests, small servers). */

@@ -40,6 +40,8 @@ export async function overview(src: OverviewSource) {
   return {
     version: src.version,
     uptimeS: Math.floor((now - src.startedAtMs) / 1000),
+    /** The wall clock, Unix seconds (due times are shown from it). */
+    nowSec: Math.floor(e.clock.wallMs() / 1000),
     draining: g.draining,
     writable: src.writable,
     jobs: { urgent: g.urgent, ready: g.ready, reserved: g.reserved, delayed: g.delayed, buried: g.buried },
@@ -50,6 +52,8 @@ export async function overview(src: OverviewSource) {
     tubeCount: all.length,
     tubes,
     commands,
+    // recurring jobs (an engine without them: none)
+    schedules: (await e.listSchedules?.()) ?? [],
     // only for an engine over a database (--pg)
     database: await database(e.metrics().database),
   };

@@ -31,9 +31,18 @@ export class Scrape {
 
   /** The value of the one sample of `name` whose labels include `labels`. */
   value(name: string, labels: Record<string, string> = {}): number {
-    const hits = this.family(name).metrics.filter((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
+    const hits = this.#samples(name, labels);
     if (hits.length !== 1) throw new Error(`${hits.length} samples of ${name} match ${JSON.stringify(labels)}`);
     return Number(hits[0]!.value);
+  }
+
+  /** Whether `name` has a sample whose labels include `labels`. */
+  has(name: string, labels: Record<string, string> = {}): boolean {
+    return this.#samples(name, labels).length > 0;
+  }
+
+  #samples(name: string, labels: Record<string, string>) {
+    return this.family(name).metrics.filter((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
   }
 
   /** A histogram's cumulative buckets (by le), count and sum. */

@@ -32,7 +32,8 @@ describe("ping and capabilities", () => {
         `---\nversion: tubeway-${VERSION}\nmax-job-size: 1024\nmax-tube-name-len: 200\nextensions:\n` +
           "- ping\n- put-at\n- kick-tube\n- delete-tube\n- peek-tube\n- list-jobs\n- list-tubes-paused\n" +
           "- stats-tube-all\n- stats-conn\n- list-connections\n" +
-          "- set-dlq\n- capabilities\n- drain\n- put-unique\n- set-backoff\n",
+          "- set-dlq\n- capabilities\n- drain\n- put-unique\n- set-backoff\n" +
+          "- set-concurrency\n- set-rate\n- schedule\n- unschedule\n- list-schedules\n",
       ),
     );
     assert.equal(a.send("ping x\r\n"), "BAD_FORMAT\r\n");

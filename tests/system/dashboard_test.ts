@@ -97,8 +97,8 @@ for (const kind of kinds) {
       await page.setViewport({ width: 1280, height: 1000 });
       page.on("dialog", (d) => {
         dialogs.push(d.message());
-        // the "empty" button's confirmation is accepted; nothing else should ask
-        void (d.message().startsWith("Delete every") ? d.accept() : d.dismiss());
+        // the "empty" and "unschedule" buttons' confirmations are accepted; nothing else should ask
+        void (/^(Delete every|Remove the schedule)/.test(d.message()) ? d.accept() : d.dismiss());
       });
       await page.goto(`${srv.http}/`, { waitUntil: "load", timeout: WAIT_MS });
       await page.waitForSelector('#tubes tr[data-tube="emails"]', { timeout: WAIT_MS });
@@ -215,13 +215,53 @@ for (const kind of kinds) {
       assert.equal(await w.cmd("peek 5"), "NOT_FOUND\r\n");
     });
 
+    it("shows a tube's limits and the jobs they hold back, and the schedules; adds one and removes it", async () => {
+      assert.equal(await w.cmd("set-concurrency emails 1"), "CONCURRENCY_SET\r\n");
+      assert.equal(await w.cmd("set-rate emails 100 60"), "RATE_SET\r\n");
+      assert.match(await w.cmd("reserve-with-timeout 0"), /^RESERVED 1 /);
+      await page.waitForFunction(
+        `document.querySelector('#tubes tr[data-tube="emails"] td[data-col="limits"]')?.textContent === ` +
+          `"1 at once, 100/60s, 2 held"`,
+        { timeout: WAIT_MS },
+      );
+      assert.equal(await cell("reports", "limits"), "-");
+      const form = "#schedule-form";
+      await page.type(`${form} input[name="name"]`, "nightly");
+      await page.$eval(`${form} input[name="tube"]`, (e) => ((e as unknown as { value: string }).value = ""));
+      await page.type(`${form} input[name="tube"]`, "reports");
+      await page.type(`${form} input[name="spec"]`, "0_3_*_*_*");
+      await page.type(`${form} textarea[name="body"]`, "monthly report");
+      await page.click(`${form} button[type="submit"]`);
+      await page.waitForFunction('/SCHEDULED/.test(document.querySelector("#status")?.textContent ?? "")', {
+        timeout: WAIT_MS,
+      });
+      assert.match(await w.cmd("list-schedules"), /\n- name: nightly\n {2}tube: reports\n {2}spec: 0_3_\*_\*_\*\n/);
+      const row = '#schedule-list tr[data-schedule="nightly"]';
+      await page.waitForSelector(`${row} button[data-action="unschedule"]:not([disabled])`, { timeout: WAIT_MS });
+      assert.equal(await page.$eval(`${row} td[data-col="spec"]`, (e) => e.textContent), "0_3_*_*_*");
+      assert.match(await page.$eval(`${row} td[data-col="next"]`, (e) => e.textContent ?? ""), /^in \d+[smh]$/);
+      assert.equal(await page.$eval(`${row} td[data-col="last"]`, (e) => e.textContent), "-");
+      await page.click(`${row} button[data-action="unschedule"]`);
+      await page.waitForFunction('/DELETED/.test(document.querySelector("#status")?.textContent ?? "")', {
+        timeout: WAIT_MS,
+      });
+      assert.equal(await w.cmd("list-schedules"), "OK 4\r\n---\n\r\n");
+      assert.ok(dialogs.includes("Remove the schedule nightly?"));
+    });
+
     it("fits every table in its panel at 1400 px and at a phone's 390 px: no page scrolling sideways", async () => {
-      // the widest a tube's row gets today: a long name, a retry policy, every action
+      // the widest a tube's row gets today: a long name, a retry policy, limits, every action
       const long = "newsletters-weekly-digest-for-customers-in-europe-and-asia";
       assert.equal(await w.cmd(`use ${long}`), `USING ${long}\r\n`);
       assert.match(await w.put("digest", 10), /^INSERTED \d+\r\n$/);
       assert.equal(await w.cmd(`set-dlq ${long} 25 ${long}-dead`), "DLQ_SET\r\n");
       assert.equal(await w.cmd(`set-backoff ${long} 30 86400`), "BACKOFF_SET\r\n");
+      assert.equal(await w.cmd(`set-concurrency ${long} 500`), "CONCURRENCY_SET\r\n");
+      assert.equal(await w.cmd(`set-rate ${long} 10000 86400`), "RATE_SET\r\n");
+      // and the widest a schedule's row: a long name and tube, a long spec
+      w.send(`schedule ${long.slice(0, 40)} ${long.slice(0, 60)} 0,15,30,45_9-17_1-15_JAN-JUN_MON-FRI 0 60 1\r\nx\r\n`);
+      assert.equal(await w.reply(), "SCHEDULED\r\n");
+      await page.waitForSelector("#schedule-list tbody tr", { timeout: WAIT_MS });
       await page.waitForFunction(
         `document.querySelector('#tubes tr[data-tube="${long}"] td[data-col="retry"]')?.textContent?.startsWith("25")`,
         { timeout: WAIT_MS },

@@ -7,7 +7,7 @@
 // earlier release's binlog.N files are renamed to tubeway.N (as every start does).
 import type { Files } from "../../files.ts";
 import { errorText, joinPath } from "../../files.ts";
-import type { JobRecord } from "../wal.ts";
+import type { JobRecord, ScheduleRecord, TubeLimits } from "../wal.ts";
 import { jobsInOrder, replay } from "../binlog/recover.ts";
 import { migrateLegacyNames } from "../binlog/legacy_names.ts";
 import { binlogSeq, counted } from "./read.ts";
@@ -21,8 +21,9 @@ binlog directory OUT (created if missing; must hold no binlog files), for
 beanstalkd -b OUT. Ids, tubes, bodies, priorities, TTRs, ages, counters and
 states are kept; delayed jobs keep their deadline; reserved jobs become ready.
 What beanstalkd cannot hold is dropped, and the summary says so: retry
-policies (set-dlq, set-backoff), put-unique keys, dead letters' origins (the
-dead letters themselves stay, buried in their dead-letter tube).
+policies (set-dlq, set-backoff), limits (set-concurrency, set-rate), schedules,
+put-unique keys, dead letters' origins (the dead letters themselves stay, buried
+in their dead-letter tube).
 `;
 
 /** beanstalkd's default -z: below it no -z needs to be given. */
@@ -61,24 +62,33 @@ function buriedLast(jobs: JobRecord[]): JobRecord[] {
   return [...jobs.filter((j) => j.state !== "buried"), ...jobs.filter((j) => j.state === "buried")];
 }
 
+/** What a log keeps beside its jobs that a target may not hold. */
+export interface Standing {
+  policies: ReadonlyMap<string, unknown>;
+  limits: ReadonlyMap<string, unknown>;
+  schedules: ReadonlyMap<string, unknown>;
+}
+
 /**
  * What the extensions (docs/extensions.md) kept that the target (beanstalkd's format, or the
  * PostgreSQL engine for migrate) cannot: one line each, none when nothing.
  */
-export function dropped(
-  jobs: readonly JobRecord[],
-  policies: ReadonlyMap<string, unknown>,
-  verb = "exported",
-): string[] {
+export function dropped(jobs: readonly JobRecord[], kept: Partial<Standing>, verb = "exported"): string[] {
   const out: string[] = [];
   const keys = jobs.filter((j) => j.key !== undefined).length;
   const origins = jobs.filter((j) => j.from !== undefined).length;
-  if (policies.size > 0) {
-    out.push(
-      `dropped the retry policies (set-dlq, set-backoff) of ${counted(policies.size, "tube")}: ${
-        [...policies.keys()].join(" ")
-      }`,
-    );
+  const names = (m: ReadonlyMap<string, unknown>) => [...m.keys()].join(" ");
+  if (kept.policies && kept.policies.size > 0) {
+    const p = kept.policies;
+    out.push(`dropped the retry policies (set-dlq, set-backoff) of ${counted(p.size, "tube")}: ${names(p)}`);
+  }
+  if (kept.limits && kept.limits.size > 0) {
+    const l = kept.limits;
+    out.push(`dropped the limits (set-concurrency, set-rate) of ${counted(l.size, "tube")}: ${names(l)}`);
+  }
+  if (kept.schedules && kept.schedules.size > 0) {
+    const s = kept.schedules;
+    out.push(`dropped ${counted(s.size, "schedule")} (the jobs they already put are ${verb}): ${names(s)}`);
   }
   if (keys > 0) out.push(`dropped the put-unique keys of ${counted(keys, "job")} (the jobs are ${verb})`);
   if (origins > 0) {
@@ -102,13 +112,13 @@ function readOnly(files: Files): Files {
 }
 
 /** The live jobs of a locked DIR and what else its log keeps; see jobsOfDir. */
-export interface DirJobs {
+export interface DirJobs extends Standing {
+  limits: ReadonlyMap<string, TubeLimits>;
+  schedules: ReadonlyMap<string, ScheduleRecord>;
   /** Ids ascending, then the buried ones in bury order; reserved ones made ready. */
   jobs: JobRecord[];
   /** The id high-water: new ids go above it. */
   maxId: number;
-  /** Tube retry policies in force (set-dlq, set-backoff). */
-  policies: ReadonlyMap<string, unknown>;
   /** What the reader did beyond tubeway's own log (beanstalkd's files not imported yet). */
   lines: string[];
 }
@@ -134,7 +144,7 @@ export function jobsOfDir(dir: string, files: Files, say: (m: string) => void): 
     maxId = Math.max(maxId, r.maxId);
     lines.push(`included ${counted(r.jobs.length, "job")} from beanstalkd's files in ${dir} (not imported yet)`);
   }
-  return { jobs, maxId, policies: own.policies, lines };
+  return { jobs, maxId, policies: own.policies, limits: own.limits, schedules: own.schedules, lines };
 }
 
 /**
@@ -185,7 +195,7 @@ export function exportBinlog(
       } (${n.ready} ready, ${n.delayed} delayed, ${n.buried} buried) to ${path}; ` +
         `start beanstalkd with -b ${out}`,
     );
-    lines.push(...dropped(jobs, read.policies));
+    lines.push(...dropped(jobs, read));
     const z = minMaxJobSize(jobs);
     if (z > BEANSTALKD_DEFAULT_Z) {
       lines.push(`the largest job needs beanstalkd -z ${z} or more (1.12 counts the body's CRLF on replay)`);

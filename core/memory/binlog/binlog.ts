@@ -3,21 +3,21 @@
 // fsync leads to) sync.ts, the counts of what was written tally.ts. Why it works the way it does
 // (batching, the disk-full reserve, which files may go when, ids): README.md in this folder.
 import { errorText } from "../../files.ts";
-import type { JobRecord, JobState, Wal } from "../wal.ts";
+import type { JobRecord, JobState, ScheduleRecord, TubeLimits, Wal } from "../wal.ts";
 import type { Clock } from "../../clock.ts";
 import {
   encodeIdsAt,
   encodeJobAt,
-  encodePolicyAt,
   encodePurgeAt,
   fullRecordSize,
   GONE,
   IDS_RECORD_SIZE,
-  policyRecordSize,
   purgeRecordSize,
+  type ScheduleRun,
   SHORT_RECORD_SIZE,
 } from "./codec.ts";
 import type { Encode, PolicyRecord } from "./codec.ts";
+import { Standing } from "./standing.ts";
 import { type Ballast, WRITE_RESERVE } from "./ballast.ts";
 import { Compaction } from "./compaction.ts";
 import { Fsync } from "./sync.ts";
@@ -49,8 +49,8 @@ export class Binlog implements Wal {
   #flushQueued = false;
   /** A caller will flush() this turn (hold()): the end-of-turn flush leaves its records to it. */
   #held = false;
-  /** Tube policies in force, restated at the start of every new file so that collection never drops one. */
-  readonly #policies: Map<string, PolicyRecord>;
+  /** Policies, limits and schedules, restated at the start of every new file so that collection never drops one. */
+  readonly #standing: Standing;
 
   constructor(opts: BinlogOptions, clock: Pick<Clock, "now">, live: LiveLookup, unlock: () => void, p: BinlogParts) {
     this.#opts = opts;
@@ -78,11 +78,11 @@ export class Binlog implements Wal {
         if (stopped) this.#tally.writable = false;
       },
     });
-    this.#policies = p.policies;
-    this.#segs.onRotate = () => this.#restate();
+    this.#standing = new Standing(p.standing, this.#standingRecord);
+    this.#segs.onRotate = () => this.#standing.restate(this.#segs, (n) => this.#tally.restated(n));
     this.#segs.rotate(this.#idHigh);
-    // the policies restated in the new file are written before any old file can go
-    if (this.#policies.size > 0) this.#segs.flush();
+    // what is restated in the new file is written before any old file can go
+    if (this.#standing.size > 0) this.#segs.flush();
     this.#segs.collectAtStart();
     this.#compaction = new Compaction({
       segs: this.#segs,
@@ -96,7 +96,15 @@ export class Binlog implements Wal {
     if (this.#segs.pendingDead > 0) this.#fsync.kick();
   }
 
+  /** A new job's full record; a job a schedule put is written with its run, in one record (kind 9). */
   put(rec: JobRecord): boolean {
+    return this.#put(rec, undefined);
+  }
+  scheduledPut(rec: JobRecord, name: string, dueSec: number): boolean {
+    return this.#put(rec, { name, dueSec });
+  }
+
+  #put(rec: JobRecord, run: ScheduleRun | undefined): boolean {
     if (this.#closed) return false;
     if (!rec.body) {
       this.#opts.log(`binlog: job ${rec.id} has no body; not logged`);
@@ -107,7 +115,7 @@ export class Binlog implements Wal {
     if (!this.#ballast.ensure(this.#homes.jobs.size + (old ? 0 : 1))) return false;
     this.#maxPutId = Math.max(this.#maxPutId, rec.id);
     const newHigh = rec.id > this.#idHigh - ID_BLOCK / 2 ? rec.id + ID_BLOCK : 0;
-    const size = fullRecordSize(rec);
+    const size = fullRecordSize(rec, run);
     const order = rec.state === "buried" ? this.#buryOrder + 1 : 0;
     const total = size + (newHigh ? IDS_RECORD_SIZE : 0);
     let at = this.#claim(total, false);
@@ -116,7 +124,7 @@ export class Binlog implements Wal {
     const salt = segs.current!.seed;
     try {
       if (newHigh) at = encodeIdsAt(newHigh, salt, segs.buf, segs.view, at);
-      encodeJobAt(true, rec, order, salt, segs.buf, segs.view, at);
+      encodeJobAt(true, rec, order, salt, segs.buf, segs.view, at, run);
     } catch (e) {
       return this.#unencodable(e);
     }
@@ -131,6 +139,7 @@ export class Binlog implements Wal {
     const to: JobInfo = { id: rec.id, file: this.#segs.current!, size, state: rec.state as JobState, buryOrder: order };
     if (old) this.#homes.move(old, to);
     else this.#homes.home(to);
+    if (run !== undefined) this.#standing.ran(run.name, run.dueSec);
     this.#afterWrite(size);
     return true;
   }
@@ -153,28 +162,26 @@ export class Binlog implements Wal {
     return true;
   }
 
-  /** set-dlq / set-backoff: the tube's policy from now on (all zero: none). */
+  /** set-dlq / set-backoff, set-concurrency / set-rate, schedule / unschedule: standing.ts writes them. */
   policy(tube: string, p: PolicyRecord): boolean {
-    if (this.#closed) return false;
-    const size = policyRecordSize(tube, p);
-    if (!this.#write(size, false, true, (salt, buf, v, at) => encodePolicyAt(tube, p, salt, buf, v, at))) return false;
-    if (p.maxAttempts === 0 && p.backoffBaseSec === 0) this.#policies.delete(tube);
-    else this.#policies.set(tube, { ...p });
-    this.#afterWrite(size);
-    return true;
+    return this.#standing.policy(tube, p);
+  }
+  limits(tube: string, l: TubeLimits): boolean {
+    return this.#standing.limits(tube, l);
+  }
+  schedule(s: ScheduleRecord): boolean {
+    return this.#standing.schedule(s);
+  }
+  unschedule(name: string): boolean {
+    return this.#standing.schedule(name);
   }
 
-  /** A new file was started: the policies in force go first into it (see codec.ts, kind 6). */
-  #restate(): void {
-    for (const [tube, p] of this.#policies) {
-      const size = policyRecordSize(tube, p);
-      const segs = this.#segs;
-      const at = segs.claim(size);
-      encodePolicyAt(tube, p, segs.current!.seed, segs.buf, segs.view, at); // written once already: cannot throw
-      segs.commit(size, false);
-      this.#tally.restated(size);
-    }
-  }
+  /** A record of what belongs to no job (standing.ts): written and counted; false when the log refused it. */
+  readonly #standingRecord = (size: number, encode: Encode): boolean => {
+    if (this.#closed || !this.#write(size, false, true, encode)) return false;
+    this.#afterWrite(size);
+    return true;
+  };
 
   /**
    * Write everything pending with one append (see the header). False when that

@@ -47,7 +47,15 @@ export function openBinlog(
   const wal = new Binlog(opts, clock, live, lock.release.bind(lock), rebuild(opts, files, r));
   const fileOf = new Map<number, number>();
   for (const [id, j] of r.jobs) fileOf.set(id, wal.fileOf(id) || j.file);
-  return { wal, recovered: { jobs: jobsInOrder(r.jobs), maxId: r.maxId, fileOf, policies: r.policies } };
+  const recovered: Recovered = {
+    jobs: jobsInOrder(r.jobs),
+    maxId: r.maxId,
+    fileOf,
+    policies: r.policies,
+    limits: r.limits,
+    schedules: r.schedules,
+  };
+  return { wal, recovered };
 }
 
 /** The replayed files as the parts a Binlog runs on: the file set, ids.N, each live job's home, the ballast. */
@@ -64,7 +72,13 @@ function rebuild(opts: BinlogOptions, files: Files, r: ReturnType<typeof replay>
   }
   const ballast = new Ballast(files, joinPath(opts.dir, "ballast"), opts.log);
   ballast.ensure(homes.jobs.size);
-  return { segs, ids, homes, ballast, maxId: r.maxId, maxBuryOrder: r.maxBuryOrder, policies: new Map(r.policies) };
+  // the Binlog's own copies: the engine is handed the replayed ones
+  const standing = {
+    policies: new Map(r.policies),
+    limits: new Map(r.limits),
+    schedules: new Map([...r.schedules].map(([name, s]) => [name, { ...s }])),
+  };
+  return { segs, ids, homes, ballast, maxId: r.maxId, maxBuryOrder: r.maxBuryOrder, standing };
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Ballast } from "./ballast.ts";
 import type { Homes } from "./homes.ts";
 import type { IdMark } from "./ids.ts";
 import type { Segments } from "./segments.ts";
-import type { PolicyRecord } from "./codec.ts";
+import type { StandingState } from "./standing.ts";
 
 /** -s when not given: a log file's size, bytes (beanstalkd's default). */
 export const DEFAULT_BINLOG_SIZE = 10485760;
@@ -37,6 +37,6 @@ export interface BinlogParts {
   /** Highest id and bury order found in the files. */
   maxId: number;
   maxBuryOrder: number;
-  /** Tube policies in force (kind 6 records). */
-  policies: Map<string, PolicyRecord>;
+  /** Tube policies and limits in force, schedules with their last runs (standing.ts). */
+  standing: StandingState;
 }

@@ -22,9 +22,11 @@
 //     ready. Delayed keeps its absolute deadline. No size check against -z: a job
 //     that was accepted is replayed whatever -z is now (beanstalkd's off-by-two
 //     check loses jobs of the maximum size and everything after them).
-//   * Extensions (docs/extensions.md): a full record with extensions (kind 4) is a full record
-//     that also carries a key and an origin; a purge (kind 5) deletes each job it
-//     lists; a tube policy (kind 6) replaces the tube's policy (all zero: removes it).
+//   * Extensions (docs/extensions.md): a full record with extensions (kind 4) is a full record that also
+//     carries a key and an origin; a purge (kind 5) deletes each job it lists; a tube
+//     policy (kind 6) or limits (kind 7) replace the tube's (all zero: remove them); a
+//     schedule (kind 8) replaces the schedule of its name (no tube: removes it); a
+//     scheduled job (kind 9) is a full record, and its run is the schedule's last one.
 //   * Buried jobs come back ordered by the bury order stored in their records
 //     (assigned when they were buried, carried along by compaction), so the order
 //     is the order of the bury commands.
@@ -34,16 +36,20 @@
 //     only their id reservations are used.
 import type { Files } from "../../files.ts";
 import { errorText, joinPath, PREALLOCATION_BLOCK } from "../../files.ts";
-import type { JobRecord } from "../wal.ts";
+import type { JobRecord, ScheduleRecord, TubeLimits } from "../wal.ts";
 import {
+  activeLimits,
   checkRecordHeader,
   decodeFileHeader,
   decodePayload,
   KIND_FULL,
   KIND_FULL_X,
   KIND_IDS,
+  KIND_LIMITS,
   KIND_POLICY,
   KIND_PURGE,
+  KIND_SCHEDULE,
+  KIND_SCHEDULED_JOB,
   LOG_NAME_PREFIX,
   payloadMatches,
   type PolicyRecord,
@@ -86,6 +92,10 @@ export interface ReplayResult {
   problems: number;
   /** Tube retry policies in force (set-dlq, set-backoff), by tube name. */
   policies: Map<string, PolicyRecord>;
+  /** Tube limits in force (set-concurrency, set-rate), by tube name. */
+  limits: Map<string, TubeLimits>;
+  /** Schedules, by name, with their last runs. */
+  schedules: Map<string, ScheduleRecord>;
 }
 
 /** LOG_NAME_PREFIX and N. */
@@ -103,6 +113,8 @@ function emptyResult(): ReplayResult {
     maxIdSeq: 0,
     problems: 0,
     policies: new Map(),
+    limits: new Map(),
+    schedules: new Map(),
   };
 }
 
@@ -285,6 +297,20 @@ function apply(d: Exclude<ReturnType<typeof decodePayload>, string>, seq: number
     else out.policies.set(d.tube, p);
     return;
   }
+  if (d.kind === KIND_LIMITS) {
+    if (activeLimits(d.limits)) out.limits.set(d.tube, d.limits);
+    else out.limits.delete(d.tube);
+    return;
+  }
+  if (d.kind === KIND_SCHEDULE) {
+    if (d.schedule === null) out.schedules.delete(d.name);
+    else out.schedules.set(d.name, d.schedule);
+    return;
+  }
+  if (d.kind === KIND_SCHEDULED_JOB && d.run !== undefined) {
+    const s = out.schedules.get(d.run.name);
+    if (s !== undefined && d.run.dueSec > s.afterSec) s.afterSec = s.lastDueSec = d.run.dueSec;
+  }
   const rec = d.rec;
   out.maxId = Math.max(out.maxId, rec.id);
   out.maxBuryOrder = Math.max(out.maxBuryOrder, d.buryOrder);
@@ -293,7 +319,7 @@ function apply(d: Exclude<ReturnType<typeof decodePayload>, string>, seq: number
     out.jobs.delete(rec.id);
     return;
   }
-  if (d.kind === KIND_FULL || d.kind === KIND_FULL_X) {
+  if (d.kind === KIND_FULL || d.kind === KIND_FULL_X || d.kind === KIND_SCHEDULED_JOB) {
     out.jobs.set(rec.id, { rec, file: seq, fullSize: size, buryOrder });
     return;
   }

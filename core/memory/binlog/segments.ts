@@ -58,7 +58,7 @@ export class Segments {
   ballast: Release | undefined;
   /** After every flush that had bytes to write: whether they are in the file now. */
   onFlush: ((ok: boolean) => void) | undefined;
-  /** After a new file is started: what every file must begin with goes in (the tube policies). */
+  /** After a new file is started: what every file must begin with goes in (standing.ts). */
   onRotate: (() => void) | undefined;
 
   constructor(

@@ -5,27 +5,12 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { ManualClock } from "../../../core/clock.ts";
-import { Queue } from "../../../core/memory/queue.ts";
-import { openBinlog } from "../../../core/memory/binlog/open.ts";
-import { Service } from "../../../protocol/service.ts";
-import { localClient } from "../../harness/in_process.ts";
+import { openLogged } from "../../harness/memory_log.ts";
 import { MemoryFiles } from "../../harness/files_memory.ts";
 import { DIR, logNames } from "../../harness/binlog_fixture.ts";
 import { exportBinlog } from "../../../core/memory/beanstalkd_log/export.ts";
 
-function open(files: MemoryFiles, clock: ManualClock, maxFileSize = 1 << 20) {
-  let q: Queue | undefined = undefined; // assigned once the log has been read
-  const { wal, recovered } = openBinlog(
-    { dir: DIR, fsyncMs: 50, durableAcks: false, maxFileSize, maxJobSize: 65535, log: () => {} },
-    files,
-    clock,
-    (id) => q?.liveRecord(id),
-  );
-  q = new Queue({ clock, wal });
-  q.restore(recovered.jobs, recovered.maxId, recovered.policies);
-  const svc = new Service(q);
-  return { q, svc, wal, c: () => localClient(svc) };
-}
+const open = openLogged;
 
 describe("extensions survive a crash", () => {
   test("policies, unique keys, dead letters, delete-tube and its reserved jobs", async () => {

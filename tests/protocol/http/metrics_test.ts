@@ -116,7 +116,7 @@ describe("metrics", () => {
         pauses++;
         return Promise.resolve();
       });
-      assert.equal(pauses, 7 * 2); // each of the 7 per-tube families: 3 slices, 2 gaps
+      assert.equal(pauses, 11 * 2); // each of the 11 per-tube families: 3 slices, 2 gaps
       assert.equal(s.value("beanstalkd_tubes_current"), n + 1);
       assert.equal(s.family("beanstalkd_tube_paused").metrics.length, n + 1);
       assert.equal(s.value("beanstalkd_tube_connections", { tube: `t${n - 1}`, role: "watching" }), 1);
