@@ -1,5 +1,6 @@
 // The screenshot in docs/metrics.md: a server on Deno with a few tubes under a light,
-// bounded load (puts, reserves, deletes, buries, a paused tube, a retry policy), its
+// bounded load (puts, reserves, deletes, buries, a paused tube, a retry policy, limits,
+// schedules), its
 // dashboard in Debian's chromium (puppeteer-core, as tests/system/dashboard_test.ts),
 // with the token entered and a tube's buried jobs listed. About 30 s.
 //   npx deno run -A scripts/dashboard_shot.ts [OUT.png] [WIDTH]   (default docs/dashboard.png 1280)
@@ -25,6 +26,10 @@ const wire = async () => {
 try {
   const setup = await wire();
   for (const cmd of ["set-dlq emails 5 emails-dead", "set-backoff emails 10 600", "use reports"]) await setup.cmd(cmd);
+  for (const cmd of ["set-concurrency thumbnails 4", "set-rate emails 1200 60"]) await setup.cmd(cmd);
+  const report = '{"report":"daily"}';
+  await setup.cmd(`schedule daily-report reports 0_6_*_*_* 100 300 ${report.length}\r\n${report}`);
+  await setup.cmd(`schedule cache-warm-up thumbnails every:300 50 60 2\r\n{}`);
   for (let i = 0; i < 40; i++) await setup.put(`{"report":"monthly","n":${i}}`, 100, 300 + i * 60);
   await setup.cmd("use webhooks");
   for (let i = 0; i < 300; i++) await setup.put(`{"url":"https://example.com/hook/${i}"}`, 50);
