@@ -4,7 +4,19 @@
 // them and merge what they measured with the server's /proc counters.
 import { type ChildProcess, spawn } from "node:child_process";
 import { Hist } from "./hist.ts";
-import { allProcessMs, cpuBusy, cpuTimes, HOST, proc, procCpuMs, ROOT, type Tools, wrap } from "./host.ts";
+import { postmasterPid } from "./psql.ts";
+import {
+  allProcessMs,
+  cpuBusy,
+  cpuTimes,
+  HOST,
+  postgresCpuMs,
+  proc,
+  procCpuMs,
+  ROOT,
+  type Tools,
+  wrap,
+} from "./host.ts";
 import type { RunResult, RunSpec } from "./loadgen_run.ts";
 import type { Server } from "./server.ts";
 
@@ -157,6 +169,12 @@ export type LoadResult = Awaited<ReturnType<typeof runLoad>>;
  * time is read when the window opens (after warm-up) and after the last generator
  * finishes.
  */
+/** The CPU of the +pg targets' database so far (NaN when it is not on this machine). */
+function pgCpu(): number {
+  const pid = postmasterPid();
+  return pid === undefined ? NaN : postgresCpuMs(pid);
+}
+
 export async function runLoad(pool: Pool, server: Server, spec: RunSpec) {
   // a generator with no connection would only add a process to the scheduler
   const gens = pool.gens.slice(0, Math.max(1, Math.min(pool.gens.length, spec.clients)));
@@ -173,6 +191,7 @@ export async function runLoad(pool: Pool, server: Server, spec: RunSpec) {
     sys: cpuTimes(),
     all: allProcessMs(),
     self: procCpuMs(proc.pid),
+    pg: pgCpu(),
     t: performance.now(),
   });
   let m0 = mark();
@@ -184,6 +203,7 @@ export async function runLoad(pool: Pool, server: Server, spec: RunSpec) {
   const results = (await Promise.all(done)).map((e) => check(e).result as RunResult);
   const wallMs = performance.now() - m0.t;
   const srvCpuMs = server.cpuMs() - m0.cpu;
+  const pgCpuMs = pgCpu() - m0.pg;
   const busy = cpuBusy(m0.sys, cpuTimes());
   const mem = server.mem();
   const genCpuMs = results.reduce((a, r) => a + r.genCpuMs, 0);
@@ -216,6 +236,8 @@ export async function runLoad(pool: Pool, server: Server, spec: RunSpec) {
     elapsedMs,
     wallMs,
     srvCpuMs,
+    /** The database's processes' CPU in the window (a +pg target's other half). */
+    pgCpuMs,
     rss: mem.rss,
     hwm: mem.hwm,
     /** All generators together, in cores (they share the generator CPU(s)). */

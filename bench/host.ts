@@ -1,7 +1,7 @@
 // What the bench needs from the machine: where the programs are, how to pin a child
 // to a CPU, and the /proc counters (process CPU and memory, per-CPU busy time).
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -97,6 +97,33 @@ export function procCpuMs(pid: number): number {
   } catch {
     return NaN;
   }
+}
+
+/**
+ * Milliseconds of CPU used so far by the database server whose postmaster is `pid` and
+ * its processes (backends, writers), with the time of those that ended and were reaped
+ * (the postmaster's cutime and cstime): read before and after a window, the database's
+ * share of it. Other clusters on the machine are not counted. NaN without /proc.
+ */
+export function postgresCpuMs(pid: number): number {
+  let ticks = 0;
+  let dirs: string[];
+  try {
+    dirs = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+  } catch {
+    return NaN;
+  }
+  for (const d of dirs) {
+    try {
+      const s = readFileSync(`/proc/${d}/stat`, "latin1");
+      const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+      if (Number(d) === pid) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+      else if (Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return (ticks * 1000) / 100; // USER_HZ = 100
 }
 
 export function procMem(pid: number): { rss: number; hwm: number } {

@@ -10,11 +10,11 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { proc } from "./host.ts";
+import { postgresCpuMs, proc } from "./host.ts";
 import type { Row, RunCfg, Workload } from "./rows.ts";
 import { Server } from "./server.ts";
 import { makeTarget, type Target } from "./targets.ts";
-import { PG_URL_ENV, psql } from "./psql.ts";
+import { PG_URL_ENV, postmasterPid, psql } from "./psql.ts";
 
 export const PGBENCH_ROWS = ["put-50", "e2e-50"];
 
@@ -61,7 +61,14 @@ function scripts(S: string, batch: number): { put: string; cycle: string } {
 }
 
 /** One pgbench run of `seconds`; its transactions (scripts) per second and mean latency. */
-function pgbench(file: string, clients: number, seconds: number): { tps: number; latMs: number; out: string } {
+function pgbench(
+  file: string,
+  clients: number,
+  seconds: number,
+): { tps: number; latMs: number; scripts: number; pgCpuMs: number; out: string } {
+  const pid = postmasterPid();
+  const pgCpu = () => pid === undefined ? NaN : postgresCpuMs(pid);
+  const pg0 = pgCpu();
   const r = spawnSync(
     "pgbench",
     [
@@ -81,7 +88,9 @@ function pgbench(file: string, clients: number, seconds: number): { tps: number;
   const out = `${r.stdout ?? ""}${r.stderr ?? ""}`;
   const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? NaN);
   const latMs = Number(/latency average = ([\d.]+) ms/.exec(out)?.[1] ?? NaN);
-  return { tps, latMs, out };
+  const scripts = Number(/number of transactions actually processed: (\d+)/.exec(out)?.[1] ?? NaN);
+  // the backends' connects and exits are counted too: a few ms in a run of seconds
+  return { tps, latMs, scripts, pgCpuMs: pgCpu() - pg0, out };
 }
 
 /** The row `w` of a pgbench target: a schema made by a tubeway node, then pgbench on it. */
@@ -120,6 +129,10 @@ export async function pgbenchRows(cfg: RunCfg, target: Target, w: Workload): Pro
         ],
       };
       if (row.status !== "ok") row.notes.push(r.out.trim().slice(-400));
+      else if (r.scripts > 0 && Number.isFinite(r.pgCpuMs)) {
+        row.pgUsPerJob = (r.pgCpuMs * 1000) / (r.scripts * batch);
+        row.notes.push(`PostgreSQL ${(r.pgCpuMs / 1000).toFixed(2)}s CPU: ${row.pgUsPerJob.toFixed(1)} µs per job`);
+      }
       const f = psql(
         `select n_dead_tup, autovacuum_count from pg_stat_user_tables where schemaname = '${S}' and relname = 'jobs'`,
       );

@@ -22,6 +22,9 @@ export interface Row {
   srvCpuMs?: number;
   srvCpuPct?: number;
   usPerOp?: number;
+  /** A +pg row: the database's CPU per command and per job (pgbench rows: per job). */
+  pgUsPerOp?: number;
+  pgUsPerJob?: number;
   /** Generator CPU per command, µs (all generator processes). */
   genUsPerOp?: number;
   rssMiB?: number;
@@ -150,9 +153,21 @@ export function fromLoad(ctx: Ctx, row: Row, r: LoadResult, unit: string, count:
   row.saturated = r.genCpu >= 0.9 * genCores(tools) || (row.genCoreBusyPct ?? 0) >= 95;
   row.notes.push(...r.notes);
   // tick sampling makes this approximate: only a clear excess is reported
-  if (!quick) row.otherPct = 100 * r.other; // --quick windows are shorter than a few clock ticks
-  if (!quick && r.other > NOISY) {
-    row.notes.push(`other processes took ~${(100 * r.other).toFixed(0)}% of a core meanwhile`);
+  // over PostgreSQL the database is half of the server: its CPU is the row's, not "other"
+  const overPg = ctx.target.variant.startsWith("pg") && Number.isFinite(r.pgCpuMs);
+  const other = overPg ? r.other - r.pgCpuMs / r.wallMs : r.other;
+  if (overPg) {
+    row.pgUsPerOp = (r.pgCpuMs * 1000) / Math.max(1, r.ops);
+    row.pgUsPerJob = (r.pgCpuMs * 1000) / Math.max(1, r.jobs);
+    row.notes.push(
+      `PostgreSQL ${(r.pgCpuMs / 1000).toFixed(2)}s CPU: ${row.pgUsPerOp.toFixed(1)} µs per command, ${
+        row.pgUsPerJob.toFixed(1)
+      } per job`,
+    );
+  }
+  if (!quick) row.otherPct = 100 * other; // --quick windows are shorter than a few clock ticks
+  if (!quick && other > NOISY) {
+    row.notes.push(`other processes took ~${(100 * other).toFixed(0)}% of a core meanwhile`);
   }
   if (r.errors) {
     row.status = "FAILED";
