@@ -79,6 +79,16 @@ export function pgClient(url: string | undefined, warn: (line: string) => void =
     connect_timeout: 10,
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, MAX_BACKOFF_S),
     // int8 as strings (the default): the engine casts what it reads to float8 or Number().
+    // Each statement is prepared once per connection and planned once: left to choose,
+    // PostgreSQL plans the claims and deletes again at every call (their generic plan,
+    // with the LIMIT and arrays unknown, looks costlier than a custom one), which costs
+    // more than running them. A generic plan is kept for the connection's life, so it
+    // must not rest on the table's size when it was made: made on an empty table, the
+    // delete would scan the whole table for good. Without sequential scans every
+    // statement uses its index (the counts of stats read as fast through them). The job
+    // states are constants in every statement, so the partial indexes stay usable.
+    // JIT compiling pays only for long queries, never for a turn's.
+    connection: { plan_cache_mode: "force_generic_plan", enable_seqscan: "off", jit: "off" },
     ...(d.ssl === undefined ? {} : { ssl: d.ssl as boolean | object }),
     ...((d.url && urlHasPassword(d.url)) || process.env.PGPASSWORD ? {} : { pass: fromFile }),
   };

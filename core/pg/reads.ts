@@ -8,7 +8,7 @@ import type { Sql, SqlClient } from "./sql.ts";
 import type { Statements } from "./statements.ts";
 import { all, untilBack, type Waiting } from "./turn.ts";
 import type { NodeTubes } from "./node_tubes.ts";
-import { jobSnapshotOf, LIST_STATES } from "./views.ts";
+import { jobSnapshotOf } from "./views.ts";
 
 /** What stats shows of this node beside the database's counts, read when the counts come. */
 export interface NodeFacts {
@@ -91,7 +91,7 @@ export class Reads {
     return this.#read(async (tx) => {
       const [counted, listed] = await all([
         tx.query(this.#q.statsTube, [tube]),
-        tx.query(this.#q.listJobs, [tube, LIST_STATES[state], Math.max(0, limit), Math.max(0, offset)]),
+        tx.query(this.#q.listJobs[state], [tube, Math.max(0, limit), Math.max(0, offset)]),
       ]);
       const t = counted![0];
       const rows = listed!;

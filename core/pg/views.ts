@@ -3,12 +3,8 @@
 import type { JobOut, JobSnapshot, JobState, JobStats, ListState, TubeStats } from "../engine.ts";
 import type { Row } from "./sql.ts";
 import type { PgTube } from "./client.ts";
-import { BURIED, DELAYED, READY } from "./schema.ts";
 
 const STATE_NAMES: JobState[] = ["ready", "reserved", "delayed", "buried"];
-
-/** The stored code of a state a listing can show. */
-export const LIST_STATES: Record<ListState, number> = { ready: READY, delayed: DELAYED, buried: BURIED };
 
 /** A found or reserved job from a row with id and body. */
 export function jobOut(row: Row): JobOut {
