@@ -185,6 +185,12 @@ export interface Engine<C extends EngineClient = EngineClient> {
   reserve(c: C, timeoutMs: number): Answer<JobOut | WaitEnd | null>;
   /** End c's wait without a job (its peer half-closed): wake gets TIMED_OUT. */
   cancelWait(c: C): void;
+  /**
+   * A worker's reserve already read behind its delete may be called before the delete is
+   * answered (an engine that answers later: both then go in one transaction). The engine
+   * runs them in that order, settles the delete's answer first, and fails both or neither.
+   */
+  readonly reserveBehindDelete?: boolean;
   /** reserve-job: a ready, delayed or buried job by id, in any tube. */
   reserveJob(c: C, id: number): Answer<JobOut | undefined>;
   /** A job reserved by c, or one that is ready, delayed or buried. */

@@ -148,6 +148,22 @@ export class Parser {
     this.#mode = MODE_SKIP;
   }
 
+  /**
+   * The next input is a whole command line (next() will return LINE) that begins with
+   * `prefix`; nothing is consumed.
+   */
+  lineNextStarts(prefix: Uint8Array): boolean {
+    if (this.#mode !== MODE_LINE) return false;
+    const buf = this.#buf, r = this.#r, w = this.#w;
+    if (w - r < prefix.length) return false;
+    for (let i = 0; i < prefix.length; i++) if (buf[r + i] !== prefix[i]) return false;
+    // the line ends at its first CRLF, as next() reads it
+    for (let i = r; i + 1 < w && i + 2 - r <= LINE_MAX; i++) {
+      if (buf[i] === CR && buf[i + 1] === LF) return true;
+    }
+    return false;
+  }
+
   /** Advance; returns one of NEED_MORE, LINE, OVERLONG, BODY, SKIPPED. */
   next(): ParseEvent {
     switch (this.#mode) {

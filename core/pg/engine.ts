@@ -117,6 +117,9 @@ export class PgEngine implements Engine<PgClient> {
   /** Limits and schedules (flow.ts). */
   readonly #flow: PgFlow;
 
+  /** A worker's delete and its next reserve read behind it go in one turn (intake.ts keeps their order). */
+  readonly reserveBehindDelete = true;
+
   #conns = 0;
   #draining = false;
   #closing: Promise<void> | undefined;
