@@ -156,6 +156,7 @@ export class PgEngine implements Engine<PgClient> {
       serving,
       outage,
       flowChanged,
+      joined: () => this.#planner.joined(),
     });
     const vacuum = this.#vacuum = new Vacuum(sql, q.vacuum, clock, error);
     const tubes = this.#tubes;

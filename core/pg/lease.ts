@@ -2,12 +2,15 @@
 // every third of its length (serving.ts keeps the time); any live node's renewal releases
 // the reservations of nodes whose lease lapsed. LISTEN/NOTIFY on the schema's channel: a
 // turn that readied jobs tells the other nodes which tubes (or that something falls due),
-// so that their waiting clients are served without polling.
+// so that their waiting clients are served without polling. A NOTIFY costs every commit
+// a lock on the whole database and wakes every listener, so a node sends one only while
+// another node is there to hear it: each renewal says "here I am" (h), and a node that
+// heard none for a lease's length is alone.
 import type { Clock } from "../clock.ts";
 import type { ClusterNode } from "../engine.ts";
 import type { ListenEvents, Row, Sql, SqlClient } from "./sql.ts";
 import type { Statements } from "./statements.ts";
-import type { Op, TurnState } from "./turn.ts";
+import { all, type Op, type TurnState } from "./turn.ts";
 import type { TurnMetrics } from "./metrics.ts";
 import type { Serving } from "./serving.ts";
 import type { Outage } from "./outage.ts";
@@ -35,12 +38,19 @@ export interface LeaseParts {
    * NOTIFYs may have been missed (undefined): flow.ts reads them again.
    */
   flowChanged: (kind: "l" | "s" | undefined, tubes: string[]) => void;
+  /**
+   * Another node appeared while this one thought itself alone: what this node's turns
+   * readied meanwhile was not notified, so the next turn says that something is due.
+   */
+  joined: () => void;
 }
 
 export class Lease {
   /** The LISTEN/NOTIFY channel of this schema. */
   readonly channel: string;
   readonly #p: LeaseParts;
+  /** Until when another node is known to be there (monotonic ms): its last "h" and a lease's length. */
+  #othersUntil = -Infinity;
 
   constructor(parts: LeaseParts) {
     this.#p = parts;
@@ -54,14 +64,26 @@ export class Lease {
     return this.#p.sql.listen(this.channel, (p) => this.heard(p), this.events);
   }
 
-  /** Renew the lease in this turn, and release what nodes whose lease lapsed hold. */
+  /** Another node may listen: a turn's NOTIFY has someone to wake. */
+  get heardOthers(): boolean {
+    return this.#p.clock.now() < this.#othersUntil;
+  }
+
+  /**
+   * Renew the lease in this turn, release what nodes whose lease lapsed hold, and tell
+   * the other nodes that this one is there.
+   */
   op(): Op {
     const { q, node, clock, leaseMs, metrics } = this.#p;
     let sentAt = 0;
     return {
       ...internalOp(async (tx, turn) => {
         sentAt = clock.now();
-        for (const r of await tx.query(q.lease, [node, leaseMs])) turn.readied.add(r.tube as string);
+        const [rows] = await all([
+          tx.query(q.lease, [node, leaseMs]),
+          tx.query(q.notify, [this.channel, `${node} h`]),
+        ]);
+        for (const r of rows!) turn.readied.add(r.tube as string);
       }),
       resolve: () => metrics.leaseRenewed(sentAt, leaseMs),
     };
@@ -98,13 +120,21 @@ export class Lease {
    * flow.ts); undefined: LISTEN was established again, NOTIFYs may have been missed.
    */
   heard(payload: string | undefined): void {
-    const serving = this.#p.serving;
+    const { serving, clock, leaseMs } = this.#p;
     if (payload === undefined) {
+      // another node's "h" may have been missed too
+      this.#othersUntil = clock.now() + leaseMs;
       this.#p.flowChanged(undefined, []);
       return serving.heard(undefined);
     }
     const [from, kind, tubes] = payload.split(" ");
     if (Number(from) === this.#p.node) return;
+    if (kind === "h") {
+      const alone = !this.heardOthers;
+      this.#othersUntil = clock.now() + leaseMs;
+      if (alone) this.#p.joined();
+      return;
+    }
     // limits ("<node> l <tube>", whose waiting clients are served once they are read) and schedules
     if (kind === "l" || kind === "s") return this.#p.flowChanged(kind, tubes ? tubes.split(",") : []);
     serving.heard(kind === "d" || !tubes ? undefined : tubes.split(","));

@@ -68,9 +68,14 @@ export class Planner {
     this.#late = { readied: new Set(), due: false };
     const g = intake.take();
     const order = serving.take();
-    const ops: Op[] = [this.#sweepOp(slot)];
-    if (order.leaseDue) ops.push(this.#p.lease.op());
     const drops = tubes.takeDrops();
+    // A turn of puts alone needs no sweep: nothing in it reads a job's state. Any other
+    // turn sweeps first, so that its reserves, deletes and releases see delays and TTRs
+    // that ended as ended; the waiters' timer asks for a turn when something falls due.
+    const putsAlone = g.deletes.length === 0 && g.reserves.length === 0 && g.ops.length === 0 && !drops &&
+      !order.leaseDue && !order.serveAll && order.serveTubes.size === 0 && late.readied.size === 0 && !late.due;
+    const ops: Op[] = putsAlone ? [] : [this.#sweepOp(slot)];
+    if (order.leaseDue) ops.push(this.#p.lease.op());
     if (drops) {
       ops.push(internalOp(async (tx) => {
         await tx.query(q.dropTubes, [drops.names]);
@@ -118,6 +123,15 @@ export class Planner {
     };
   }
 
+  /**
+   * Another node appeared while this one was alone: the turns that committed before it
+   * was heard notified no one, so the next turn says that something is due (it commits
+   * after them: the new node's waiting clients then claim what they readied).
+   */
+  joined(): void {
+    this.#relate({ readied: [], due: true });
+  }
+
   /** Late findings (of a committed turn, or of a failed one's plan) for the next turn. */
   #relate(late: Late): void {
     for (const t of late.readied) this.#late.readied.add(t);
@@ -149,7 +163,10 @@ export class Planner {
     const { q, node, serving, tubes, intake } = this.#p;
     const known = new Set(turn.readied);
     const knownDue = turn.due;
-    const notify = turn.readied.size > 0 || turn.due ? this.#p.lease.notify(tx, turn) : Promise.resolve([]);
+    const lease = this.#p.lease;
+    // alone, a node has no one to notify; if another comes before COMMIT, it is told after
+    const notified = (turn.readied.size > 0 || turn.due) && lease.heardOthers;
+    const notify = notified ? lease.notify(tx, turn) : Promise.resolve([]);
     const claims = claimAll(tx, q, node, [...served, ...reserves.map((r) => r.c)], this.#p.counting);
     const due = serving.waiters.size > 0 ? tx.query(q.due) : undefined;
     const [, claimed, dueRows] = await all<unknown>([notify, claims, due ?? Promise.resolve(undefined)]) as [
@@ -158,7 +175,8 @@ export class Planner {
       Row[] | undefined,
     ];
     return () => {
-      this.#relate({ readied: [...turn.readied].filter((t) => !known.has(t)), due: turn.due && !knownDue });
+      if (!notified && lease.heardOthers) this.#relate({ readied: turn.readied, due: turn.due });
+      else this.#relate({ readied: [...turn.readied].filter((t) => !known.has(t)), due: turn.due && !knownDue });
       tubes.jobsMoved(turn);
       serving.handOver(served, claimed, jobOut, (c) => intake.unclaim(c));
       let began = 0;
