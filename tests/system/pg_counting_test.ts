@@ -3,6 +3,9 @@
 // - A reservation whose TTR ended is ready in stats from the moment it ended (the counts
 //   read the rows as the next sweep will leave them), so its timeout must be counted in
 //   that same reply, not only once the sweep has committed.
+// - A client that closes gives back what it held: a command its node reads after the close
+//   sees the jobs ready, even when the release is in a transaction still in flight beside
+//   the one the command would run in.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { RUNTIME } from "../harness/paths.ts";
@@ -49,5 +52,51 @@ describe(`${target.name}: counts and releases as one state`, { skip: skipWithout
       if (wrong.size > 0) bad.push(`round ${i}: ${[...wrong].join(", ")}`);
     }
     assert.deepEqual(bad, [], `${bad.length} rounds out of ${rounds} showed a mix`);
+  });
+
+  const closes = 200;
+  /**
+   * `closes` times (within 90 s): a client on the node reserves a job put on `b` and
+   * closes; `seesReady` asks at once on `b`. How many times it did not see the job ready,
+   * out of how many.
+   */
+  async function afterCloses(tube: string, seesReady: (b: Wire, id: number) => Promise<boolean>) {
+    const b = await dial(node!.addr);
+    open.push(b);
+    assert.equal(await b.cmd(`use ${tube}`), `USING ${tube}\r\n`);
+    const deadline = Date.now() + 90_000;
+    let missed = 0, i = 0;
+    for (; i < closes && Date.now() < deadline; i++) {
+      const a = await dial(node!.addr);
+      await a.cmd(`watch ${tube}`);
+      await a.cmd("ignore default");
+      const id = await putId(b, "c");
+      assert.match(await a.cmd("reserve-with-timeout 0"), new RegExp(`^RESERVED ${id} 1\r\n`));
+      a.close();
+      if (!(await seesReady(b, id))) missed++;
+      // the job comes back in any case: delete it (waiting for it, if it did not yet)
+      const closedAt = Date.now();
+      while ((await b.cmd(`delete ${id}`)) !== "DELETED\r\n") {
+        assert.ok(Date.now() - closedAt < 10_000, `job ${id} of a closed client was never released`);
+        await sleep(5);
+      }
+    }
+    return [missed, i];
+  }
+
+  it(`a closed client's reservation is ready for the next command on its node (peek-ready), ${closes} times`, async () => {
+    const [missed, of] = await afterCloses(
+      "closes",
+      async (b, id) => (await b.cmd("peek-ready")) === `FOUND ${id} 1\r\nc\r\n`,
+    );
+    assert.equal(missed, 0, `peek-ready right after the close missed the job ${missed} times out of ${of}`);
+  });
+
+  it(`a closed client's reservation is no longer counted reserved by the next stats on its node, ${closes} times`, async () => {
+    const [missed, of] = await afterCloses("closes-stats", async (b) => {
+      const s = await stats(b);
+      return s.num("current-jobs-reserved") === 0 && s.num("current-jobs-ready") === 1;
+    });
+    assert.equal(missed, 0, `stats right after the close counted the job reserved ${missed} times out of ${of}`);
   });
 });
