@@ -166,7 +166,7 @@ export class PgEngine implements Engine<PgClient> {
       waiting: serving.waiters.size,
       draining: this.#draining,
       binlogMaxSize,
-    }));
+    }), () => intake.released());
     const x = flowStatements(schema, dueMsOf(schema));
     const flow = this.#flow = new PgFlow({
       x,

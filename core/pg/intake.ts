@@ -32,6 +32,11 @@ export interface Gathered {
   puts: PutReq[];
   deletes: DeleteReq[];
   reserves: ReserveReq[];
+  /**
+   * Closed clients' reservations back to ready: the plan runs them before the commands,
+   * which the node read after the close (or in the same turn of the event loop).
+   */
+  releases: Op[];
   /** Every other command, and the engine's own work no client waits for. */
   ops: Op[];
 }
@@ -43,7 +48,11 @@ export class Intake {
   /** Ask for a turn. */
   readonly #kick: () => void;
   readonly #error: (line: string) => void;
-  #gathered: Gathered = { puts: [], deletes: [], reserves: [], ops: [] };
+  #gathered: Gathered = { puts: [], deletes: [], reserves: [], releases: [], ops: [] };
+  /** Closed clients' releases not yet committed (or failed for good), each settling when it is. */
+  readonly #releasing = new Set<Promise<void>>();
+  /** Of those, the ones in a turn under way. */
+  #releasesInFlight = 0;
 
   constructor(q: Statements, node: number, tubes: NodeTubes, kick: () => void, error: (line: string) => void) {
     this.#q = q;
@@ -56,13 +65,27 @@ export class Intake {
   /** Commands (and background work) waiting for a turn. */
   get size(): number {
     const g = this.#gathered;
-    return g.puts.length + g.deletes.length + g.reserves.length + g.ops.length;
+    return g.puts.length + g.deletes.length + g.reserves.length + g.releases.length + g.ops.length;
+  }
+
+  /**
+   * A closed client's release is in a turn under way: no other turn may start before it
+   * commits, as its statements would not see the jobs ready (plan.ts waits).
+   */
+  get releasing(): boolean {
+    return this.#releasesInFlight > 0;
+  }
+
+  /** Settles once every closed client's release asked for so far has committed (or failed): reads wait for it. */
+  released(): Promise<void> {
+    return this.#releasing.size === 0 ? Promise.resolve() : Promise.all([...this.#releasing]).then(() => {});
   }
 
   /** What gathered since the last turn, for the next one's plan: taken, so the turn after starts afresh. */
   take(): Gathered {
     const g = this.#gathered;
-    this.#gathered = { puts: [], deletes: [], reserves: [], ops: [] };
+    this.#gathered = { puts: [], deletes: [], reserves: [], releases: [], ops: [] };
+    this.#releasesInFlight += g.releases.length;
     return g;
   }
 
@@ -74,28 +97,33 @@ export class Intake {
     });
   }
 
-  /** Work no client waits for (a closed connection's reservations): failures are logged. */
-  background(run: (tx: Sql, turn: TurnState) => Promise<void>): void {
-    this.#gathered.ops.push({
-      run: async (tx, turn) => {
-        await run(tx, turn);
-        return () => undefined;
-      },
-      resolve: () => {},
-      reject: (e) => this.#error(`pg: ${message(e)}`),
-    });
-    this.#kick();
-  }
-
   /**
-   * A job was claimed for a client that is gone (or gave up waiting) by then: release
-   * what it holds. Its disconnect may have run in another transaction that could not
-   * see this claim yet.
+   * A job was claimed for a client that is gone (or gave up waiting) by then, or it
+   * closed holding jobs: release what it holds. Its disconnect may have run in another
+   * transaction that could not see this claim yet. Nobody waits for the answer (failures
+   * are logged), but the commands and reads after it wait for its COMMIT.
    */
   unclaim(c: PgClient): void {
-    this.background(async (tx, turn) => {
-      for (const r of await tx.query(this.#q.disconnect, [this.#node, c.conn])) turn.readied.add(r.tube as string);
+    let settle = () => {};
+    const done = new Promise<void>((r) => (settle = r));
+    this.#releasing.add(done);
+    const settled = () => {
+      this.#releasesInFlight--;
+      this.#releasing.delete(done);
+      settle();
+    };
+    this.#gathered.releases.push({
+      run: async (tx, turn) => {
+        for (const r of await tx.query(this.#q.disconnect, [this.#node, c.conn])) turn.readied.add(r.tube as string);
+        return () => undefined;
+      },
+      resolve: settled,
+      reject: (e) => {
+        this.#error(`pg: ${message(e)}`);
+        settled();
+      },
     });
+    this.#kick();
   }
 
   // ---- producing ------------------------------------------------------------------

@@ -61,7 +61,8 @@ export class Planner {
    */
   plan(slot: number): Plan | "wait" | undefined {
     const { q, node, intake, serving, tubes } = this.#p;
-    if (tubes.waitForDrops) return "wait";
+    // a closed client's release in flight comes before whatever the node read after the close
+    if (tubes.waitForDrops || intake.releasing) return "wait";
     const late = this.#late;
     const work = intake.size + (tubes.hasDrops ? 1 : 0) + late.readied.size + (late.due ? 1 : 0);
     if (work === 0 && !serving.wanted) return undefined;
@@ -81,14 +82,16 @@ export class Planner {
         await tx.query(q.dropTubes, [drops.names]);
       }));
     }
+    ops.push(...g.releases);
     if (g.puts.length > 0) ops.push(putOp(q, node, slot, g.puts));
     if (g.deletes.length > 0) {
       ops.push(deleteOp(q, node, slot, g.deletes));
       this.#p.vacuum.deleted(g.deletes.length);
     }
     const commands = g.puts.length + g.deletes.length + g.reserves.length + g.ops.length;
-    // the turn's own ops, puts and deletes issue their one statement at once; other commands may not
-    const pipelined = g.ops.length === 0;
+    // the turn's own ops, puts and deletes issue their one statement at once; other commands may not;
+    // the claims behind releases wait for their rows, so a client waiting here gets a released job in this turn
+    const pipelined = g.ops.length === 0 && g.releases.length === 0;
     ops.push(...g.ops);
     const reserves = g.reserves;
     /** The waiting clients this turn claims for (marked claiming until it ends). */

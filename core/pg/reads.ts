@@ -25,13 +25,23 @@ export class Reads {
   readonly #tubes: NodeTubes;
   readonly #waiting: Waiting;
   readonly #here: () => NodeFacts;
+  /** Settles once the closed clients' releases asked for so far have committed (intake.ts). */
+  readonly #released: () => Promise<void>;
 
-  constructor(sql: SqlClient, q: Statements, tubes: NodeTubes, waiting: Waiting, here: () => NodeFacts) {
+  constructor(
+    sql: SqlClient,
+    q: Statements,
+    tubes: NodeTubes,
+    waiting: Waiting,
+    here: () => NodeFacts,
+    released: () => Promise<void>,
+  ) {
     this.#sql = sql;
     this.#q = q;
     this.#tubes = tubes;
     this.#waiting = waiting;
     this.#here = here;
+    this.#released = released;
   }
 
   statsTube(name: string): Promise<TubeStats | undefined> {
@@ -106,12 +116,13 @@ export class Reads {
 
   /**
    * Run a read on the pool, again while the database is away (up to --pg-wait), once
-   * every tube this node let go of is forgotten in the database too (node_tubes.ts).
+   * every tube this node let go of is forgotten in the database too (node_tubes.ts), and
+   * the jobs of every client that closed before it was asked are ready (intake.ts).
    */
   #read<T>(run: (sql: Sql) => Promise<() => T>): Promise<T> {
     const since = this.#waiting.clock.now();
-    return this.#tubes.forgotten().then(() => untilBack(this.#waiting, () => run(this.#sql), since)).then((then) =>
-      then()
-    );
+    return Promise.all([this.#tubes.forgotten(), this.#released()])
+      .then(() => untilBack(this.#waiting, () => run(this.#sql), since))
+      .then((then) => then());
   }
 }

@@ -212,7 +212,12 @@ export function statements(S: string) {
         p.rate_count::float8 as rate_count, p.rate_window_ms::float8 as rate_window_ms,
         coalesce((p.max_reserved > 0 and p.reserved >= p.max_reserved) or p.rate_free_at > now(), false) as held
       from (select 1) as one left join ${S}.tubes p on p.name = $1 left join ${S}.policies r on r.tube = $1`,
-    /** The cluster's job gauges (counted: a scan of the jobs table) and counters. */
+    /**
+     * The cluster's job gauges (counted: a scan of the jobs table) and counters. A TTR that
+     * ended is ready here before a sweep moves it, so its timeout is counted here too: the
+     * sweep counts it in node_counts in the same statement that moves it, and this one
+     * statement sees both rows before that or both after, never one of them.
+     */
     stats: `select
         count(*) filter (where ${NOW_READY} and pri < 1024)::float8 as urgent,
         count(*) filter (where ${NOW_READY})::float8 as ready,
@@ -220,7 +225,8 @@ export function statements(S: string) {
         count(*) filter (where ${NOW_DELAYED})::float8 as delayed,
         count(*) filter (where state = ${BURIED})::float8 as buried,
         (select coalesce(sum(total_jobs), 0)::float8 from ${S}.node_counts) as total_jobs,
-        (select coalesce(sum(job_timeouts), 0)::float8 from ${S}.node_counts) as job_timeouts
+        (select coalesce(sum(job_timeouts), 0)::float8 from ${S}.node_counts)
+          + count(*) filter (where state = ${RESERVED} and deadline <= now())::float8 as job_timeouts
       from ${S}.jobs`,
     /** Tubes with jobs, a policy or limits (extensions), in the order they were first counted. */
     tubeNames: `select name from (
