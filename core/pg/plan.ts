@@ -73,8 +73,9 @@ export class Planner {
     // A turn of puts alone needs no sweep: nothing in it reads a job's state. Any other
     // turn sweeps first, so that its reserves, deletes and releases see delays and TTRs
     // that ended as ended; the waiters' timer asks for a turn when something falls due.
-    const putsAlone = g.deletes.length === 0 && g.reserves.length === 0 && g.ops.length === 0 && !drops &&
-      !order.leaseDue && !order.serveAll && order.serveTubes.size === 0 && late.readied.size === 0 && !late.due;
+    const others = g.deletes.length + g.reserves.length + g.ops.length + g.releases.length;
+    const putsAlone = others === 0 && !drops && !order.leaseDue && !order.serveAll && order.serveTubes.size === 0 &&
+      late.readied.size === 0 && !late.due;
     const ops: Op[] = putsAlone ? [] : [this.#sweepOp(slot)];
     if (order.leaseDue) ops.push(this.#p.lease.op());
     if (drops) {
