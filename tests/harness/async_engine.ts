@@ -43,6 +43,10 @@ export class LateEngine implements Engine {
   get draining() {
     return this.#inner.draining;
   }
+  /** Answers already resolved come in call order: a reserve may be taken behind a delete. */
+  get reserveBehindDelete() {
+    return this.#how === "resolved";
+  }
 
   connect(wake: Wake): EngineClient {
     return this.#inner.connect(wake);

@@ -137,6 +137,26 @@ describe("parser fixtures", () => {
 });
 
 describe("Parser framing", () => {
+  it("tells whether the next input is a whole line with a prefix, consuming nothing", () => {
+    const p = new Parser(16);
+    const prefix = bytes("reserve\r\n");
+    p.push(bytes("delete 1\r\nreserve\r"));
+    assert.equal(p.lineNextStarts(prefix), false, "a delete line comes first");
+    assert.equal(p.next(), LINE);
+    assert.equal(p.lineNextStarts(prefix), false, "the reserve line is not whole yet");
+    p.push(bytes("\n"));
+    assert.equal(p.lineNextStarts(prefix), true);
+    assert.equal(p.lineNextStarts(bytes("reserve-with-timeout ")), false);
+    assert.equal(p.next(), LINE, "nothing was consumed");
+    assert.equal(text(p.lineBuf.subarray(p.lineStart, p.lineEnd)), "reserve");
+    p.push(bytes("reserve-with-timeout " + "9".repeat(220) + "\r\n"));
+    assert.equal(p.lineNextStarts(bytes("reserve-with-timeout ")), false, "a line over the limit is no line");
+    assert.equal(p.next(), OVERLONG);
+    p.expectBody(3);
+    p.push(bytes("reserve\r\nx"));
+    assert.equal(p.lineNextStarts(prefix), false, "a put's body is no line");
+  });
+
   it("reports lines as ranges of its own buffer and keeps bytes after them", () => {
     const p = new Parser(16);
     p.push(bytes("stats\r\nuse a\r\nlist"));

@@ -1,0 +1,113 @@
+// What a turn of a node over PostgreSQL carries, on the runtime running the test:
+// - a worker's delete and the reserve it sent behind it (in one write, as the bench's
+//   workers and pipelining clients do) go in one transaction, their replies in order;
+// - a node alone sends no NOTIFY (nobody would hear it, and each costs every commit a
+//   lock on the whole database); once another node is there, its turns notify again and
+//   that node's waiting workers are woken by what it puts.
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import postgres from "postgres";
+import { RUNTIME } from "../harness/paths.ts";
+import { bunServer, denoServer, freePort, type Running } from "../harness/targets.ts";
+import { acquirePostgres, type Postgres, skipWithoutPostgres, uniqueSchema } from "../harness/postgres.ts";
+import { dial, type Wire } from "../harness/wire.ts";
+import { Scrape } from "../harness/prometheus.ts";
+import { putId, sleep } from "../harness/wire_checks.ts";
+
+const target = RUNTIME === "bun" ? bunServer : denoServer;
+
+describe(`${target.name} --pg: what a turn carries`, { skip: skipWithoutPostgres }, () => {
+  let pg: Postgres | undefined;
+  let release = () => {};
+  const nodes: Running[] = [];
+  const open: Wire[] = [];
+  before(async () => {
+    const got = await acquirePostgres();
+    pg = got.pg;
+    release = got.release;
+  });
+  after(async () => {
+    for (const w of open) w.close();
+    for (const n of nodes) await n.stop();
+    release();
+  });
+
+  async function node(schema: string, flags: string[] = []): Promise<Running> {
+    const n = await target.start(["--pg", pg!.url, "--pg-schema", schema, ...flags]);
+    nodes.push(n);
+    return n;
+  }
+
+  async function wire(n: Running): Promise<Wire> {
+    const w = await dial(n.addr);
+    open.push(w);
+    return w;
+  }
+
+  it("a worker's delete and the reserve behind it: one transaction, the replies in order", async () => {
+    const port = await freePort();
+    const n = await node(uniqueSchema("pairs"), ["--http", `127.0.0.1:${port}`]);
+    const transactions = async () => {
+      const r = await fetch(`http://127.0.0.1:${port}/metrics`);
+      return new Scrape(await r.text()).value("tubeway_pg_transactions_total");
+    };
+    const [producer, worker] = [await wire(n), await wire(n)];
+    const jobs = 50;
+    const ids: number[] = [];
+    for (let i = 0; i < jobs; i++) ids.push(await putId(producer, `j${i}`));
+    assert.equal(await worker.cmd("reserve"), `RESERVED ${ids[0]} 2\r\nj0\r\n`);
+    const before = await transactions();
+    for (let i = 1; i < jobs; i++) {
+      worker.send(`delete ${ids[i - 1]}\r\nreserve\r\n`);
+      assert.equal(await worker.reply(), "DELETED\r\n");
+      assert.equal(await worker.reply(), `RESERVED ${ids[i]} ${`j${i}`.length}\r\nj${i}\r\n`);
+    }
+    const pairs = jobs - 1;
+    const used = (await transactions()) - before;
+    // one per pair, and the node's own (a lease renewal) now and then; two per pair when each waits for a turn
+    assert.ok(used < pairs * 1.5, `${used} transactions for ${pairs} deletes, each with its reserve behind it`);
+    worker.send(`delete ${ids[jobs - 1]}\r\nreserve-with-timeout 0\r\n`);
+    assert.equal(await worker.reply(), "DELETED\r\n");
+    assert.equal(await worker.reply(), "TIMED_OUT\r\n");
+  });
+
+  it("a node alone notifies no one; beside another it does, and wakes that node's workers", async () => {
+    const schema = uniqueSchema("alone");
+    const heard: string[] = [];
+    const listener = postgres(pg!.url, { max: 1, onnotice: () => {} });
+    try {
+      await listener.listen(`tubeway.${schema}`, (payload) => heard.push(payload));
+      const a = await node(schema);
+      const producer = await wire(a);
+      for (let i = 0; i < 20; i++) await putId(producer, `alone ${i}`);
+      await sleep(200);
+      const readied = () => heard.filter((p) => / [rd]( |$)/.test(p));
+      assert.deepEqual(readied(), [], `a node alone sent ${readied().length} NOTIFYs of ready jobs`);
+      assert.ok(heard.some((p) => / h$/.test(p)), `its lease renewal says it is there: ${JSON.stringify(heard)}`);
+
+      const b = await node(schema);
+      const worker = await wire(b);
+      // b's first turn says it is there; a's next turns notify
+      const bSaid = Date.now();
+      while (heard.filter((p) => / h$/.test(p)).length < 2) {
+        assert.ok(Date.now() - bSaid < 5000, "the second node never said it is there");
+        await sleep(10);
+      }
+      await worker.cmd("watch woken");
+      await worker.cmd("ignore default");
+      for (let i = 0; i < 20; i++) {
+        worker.send("reserve-with-timeout 5\r\n");
+        await sleep(20); // the worker waits on b before the put on a
+        assert.equal(await producer.cmd("use woken"), "USING woken\r\n");
+        const id = await putId(producer, `w${i}`);
+        const t0 = Date.now();
+        assert.match(await worker.reply(6000), new RegExp(`^RESERVED ${id} `), `round ${i}`);
+        assert.ok(Date.now() - t0 < 1000, `round ${i}: a job put on a reached b's worker after ${Date.now() - t0} ms`);
+        assert.equal(await worker.cmd(`delete ${id}`), "DELETED\r\n");
+      }
+      assert.ok(readied().length > 0, "beside another node, a's turns notify");
+    } finally {
+      await listener.end({ timeout: 1 });
+    }
+  });
+});
