@@ -39,8 +39,9 @@ export interface LeaseParts {
    */
   flowChanged: (kind: "l" | "s" | undefined, tubes: string[]) => void;
   /**
-   * Another node appeared while this one thought itself alone: what this node's turns
-   * readied meanwhile was not notified, so the next turn says that something is due.
+   * Another node appeared while this one thought itself alone (or LISTEN was lost, and
+   * with it what this node heard): what this node's turns readied meanwhile was not
+   * notified, so the next turn says that something is due.
    */
   joined: () => void;
 }
@@ -122,8 +123,10 @@ export class Lease {
   heard(payload: string | undefined): void {
     const { serving, clock, leaseMs } = this.#p;
     if (payload === undefined) {
-      // another node's "h" may have been missed too
+      // another node's "h" may have been missed too, and this node's turns may have thought
+      // themselves alone meanwhile: the others are told that something is due
       this.#othersUntil = clock.now() + leaseMs;
+      this.#p.joined();
       this.#p.flowChanged(undefined, []);
       return serving.heard(undefined);
     }
