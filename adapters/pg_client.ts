@@ -8,7 +8,7 @@ import { DatabaseAway, type ListenEvents, readOnly, type Row, type Sql, type Sql
 import { driverOptions, passwordFromFile, urlHasPassword } from "./pg_options.ts";
 import { loadTlsRoots } from "./tls_roots.ts";
 
-/** Connections per node: two for its turns in flight, one for reads and id blocks, one spare. (LISTEN has its own.) */
+/** Connections per node: one for its turn in flight, the others for reads and id blocks beside it. (LISTEN has its own.) */
 const POOL = 4;
 /** A lost connection is tried again after at most this long (s): postgres.js's default grows to 20 s. */
 const MAX_BACKOFF_S = 0.5;

@@ -33,7 +33,7 @@ import type {
   Wake,
 } from "../engine.ts";
 import { away, type SqlClient } from "./sql.ts";
-import { migrate, SLOTS } from "./schema.ts";
+import { migrate } from "./schema.ts";
 import { IdBlocks } from "./ids.ts";
 import { dueMsOf, type Statements, statements } from "./statements.ts";
 import { TurnRunner } from "./turn.ts";
@@ -76,6 +76,13 @@ export interface PgEngineOptions {
   binlogMaxSize: number;
 }
 
+/**
+ * Transactions a node keeps in flight at once (each in a slot of the count rows, up to
+ * schema.ts's SLOTS). One: the commands that gather while it commits make the next turn
+ * larger, and two turns side by side cost the node and the database more per command and
+ * lengthened the tails (docs/pg.md, Measured).
+ */
+const IN_FLIGHT = 1;
 /** Migrate the schema, register this node, take its first ids, listen: then serve. */
 export async function openPgEngine(opts: PgEngineOptions): Promise<PgEngine> {
   await migrate(opts.sql, opts.schema);
@@ -139,7 +146,14 @@ export class PgEngine implements Engine<PgClient> {
     const metrics = this.#turnMetrics = new TurnMetrics(() => clock.now());
     const [waitMs, target, log] = [opts.waitMs ?? DEFAULT_WAIT_MS, opts.target ?? "the database", opts.log];
     const outage = this.#outage = new Outage(clock, waitMs, target, error, log ?? ((l) => console.log(l)));
-    this.#runner = new TurnRunner(sql, opts.turns, (slot) => this.#planner.plan(slot), SLOTS, outage.waiting, metrics);
+    this.#runner = new TurnRunner(
+      sql,
+      opts.turns,
+      (slot) => this.#planner.plan(slot),
+      IN_FLIGHT,
+      outage.waiting,
+      metrics,
+    );
     const serving = this.#serving = new Serving(clock, leaseMs, kick);
     const flowChanged = (kind: "l" | "s" | undefined, tubes: string[]) => {
       // the waiting clients of a tube whose limits changed claim again once they are read

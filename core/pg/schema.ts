@@ -8,7 +8,7 @@ import type { Sql, SqlClient } from "./sql.ts";
 /** A schema name tubeway accepts: a plain lower-case SQL identifier, used unquoted. */
 export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
-/** Transactions a node keeps in flight at once, each in its own slot of the count rows (turn.ts). */
+/** Slots of a node's count rows its turns may use, one per transaction in flight (engine.ts keeps one in flight). */
 export const SLOTS = 2;
 
 /** Ids are handed out in blocks of this many: the sequence steps by it (see ids.ts). */
