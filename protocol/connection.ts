@@ -15,17 +15,12 @@
 // of replies (bigger job bodies are held by reference, not copied: see Output in
 // reply.ts); server memory per connection stays bounded.
 import { BODY, LINE, NEED_MORE, OVERLONG, Parser, SKIPPED } from "./parser.ts";
-import { dispatch, putBody, woken } from "./dispatch.ts";
-import { OP } from "./command.ts";
+import { dispatch, putBody, reserveBehind, woken } from "./dispatch.ts";
 import { type ConnectionContext, Session, STEP, type Step } from "./session.ts";
 import { R } from "./reply.ts";
 import type { JobOut, Settling, WaitEnd } from "../core/engine.ts";
 import type { Turns } from "../core/clock.ts";
 import { assertNever } from "./never.ts";
-import { ascii } from "./bytes.ts";
-
-const RESERVE_LINE = ascii("reserve\r\n");
-const RESERVE_TIMEOUT = ascii("reserve-with-timeout ");
 
 /** Where a connection's replies go. */
 export interface Transport {
@@ -247,7 +242,9 @@ export class Connection implements Settling {
         this.#internalError(e);
       }
       if (typeof step === "number") this.#step(step);
-      else this.#await(this.#behind(step));
+      else {
+        this.#await(reserveBehind(s, p, step, (st) => !this.#closed && this.#step(st), (e) => this.#internalError(e)));
+      }
     }
     if (this.#eof && !this.#stalled) this.#quit = true;
     // Replies already waiting for the engine, or a pending answer (settled when it comes).
@@ -285,36 +282,6 @@ export class Connection implements Settling {
       default:
         assertNever(step);
     }
-  }
-
-  /**
-   * A worker's delete whose answer comes later, with its next reserve already read
-   * behind it: the reserve is taken now too, so that both share one transaction of an
-   * engine that can take it (Engine.reserveBehindDelete), and the loop waits for both.
-   * The delete's reply is written first (the engine settles its answer first).
-   */
-  #behind(step: Promise<Step>): Promise<Step> {
-    const s = this.#s;
-    const p = this.#parser;
-    if (s.cmd.op !== OP.DELETE || !s.engine.reserveBehindDelete) return step;
-    if (!p.lineNextStarts(RESERVE_LINE) && !p.lineNextStarts(RESERVE_TIMEOUT)) return step;
-    p.next(); // LINE: the reserve
-    let next: Step | Promise<Step>;
-    try {
-      next = dispatch(s, p.lineBuf, p.lineStart, p.lineEnd);
-    } catch (e) {
-      next = Promise.reject(e);
-    }
-    next = Promise.resolve(next);
-    next.catch(() => {}); // observed: its failure is answered once the delete's is
-    const first = (st: Step) => {
-      if (!this.#closed) this.#step(st);
-      return next;
-    };
-    return step.then(first, (e) => {
-      this.#internalError(e);
-      return next;
-    });
   }
 
   /** An engine answer comes later: process nothing else until it is here and replied to. */

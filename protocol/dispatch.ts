@@ -2,19 +2,58 @@
 // opcode that the compiler checks for completeness. Each returns the connection's next
 // step (connection.ts acts on it), or a promise of one when the engine's answer comes
 // later; its reply is written when the answer is there, and the connection processes
-// nothing else meanwhile, so replies leave in command order. The engine is known only
+// nothing else meanwhile (but the reserve a worker sent right behind its delete, for an
+// engine that takes both at once: reserveBehind), so replies leave in command order. The engine is known only
 // through core/engine.ts. The state a command keeps between its line and its body is
 // the connection's Session; this file owns no state.
 import { COUNTER_OF, OP, parseCommand } from "./command.ts";
 import { listYaml, statsJobYaml, statsTubeYaml, statsYaml } from "./yaml.ts";
 import { assertNever } from "./never.ts";
 import { type Output, R } from "./reply.ts";
-import { CR, LF } from "./bytes.ts";
+import { ascii, CR, LF } from "./bytes.ts";
+import type { Parser } from "./parser.ts";
 import { answer, found, markProducer, markWorker, reply, type Session, STEP, type Step } from "./session.ts";
 import { dispatchExtension, extensionPutBody, parseExtension } from "./extensions.ts";
 import type { JobOut, JobStats, PutResult, Refusal, TubeStats, WaitEnd } from "../core/engine.ts";
 
 export { type ConnectionContext, Session, STEP, type Step } from "./session.ts";
+
+const RESERVE_LINE = ascii("reserve\r\n");
+const RESERVE_TIMEOUT = ascii("reserve-with-timeout ");
+
+/**
+ * The step of a command whose answer comes later, and of the reserve read behind it if
+ * the command was a worker's delete and the engine takes both at once
+ * (Engine.reserveBehindDelete, so that both share one transaction): that reserve is run
+ * now too, and the step settles once both have answered. `first` hears the delete's step,
+ * `failed` its failure, before the reserve's reply is written (the engine settles the
+ * delete's answer first).
+ */
+export function reserveBehind(
+  s: Session,
+  p: Parser,
+  step: Promise<Step>,
+  first: (st: Step) => void,
+  failed: (e: unknown) => void,
+): Promise<Step> {
+  if (s.cmd.op !== OP.DELETE || !s.engine.reserveBehindDelete) return step;
+  if (!p.lineNextStarts(RESERVE_LINE) && !p.lineNextStarts(RESERVE_TIMEOUT)) return step;
+  p.next(); // LINE: the reserve
+  let next: Promise<Step>;
+  try {
+    next = Promise.resolve(dispatch(s, p.lineBuf, p.lineStart, p.lineEnd));
+  } catch (e) {
+    next = Promise.reject(e);
+  }
+  next.catch(() => {}); // observed: its failure is answered once the delete's is
+  return step.then((st) => {
+    first(st);
+    return next;
+  }, (e) => {
+    failed(e);
+    return next;
+  });
+}
 
 /** Run one command line, buf[start, end), writing its reply to s.out (now, or when the answer comes). */
 export function dispatch(s: Session, buf: Uint8Array, start: number, end: number): Step | Promise<Step> {
