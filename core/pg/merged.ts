@@ -1,7 +1,8 @@
 // The commands a turn runs as ONE statement for all connections: every put of the turn
 // in one multi-row insert (the bodies as one bytea, sliced by offset: a bytea[]
-// parameter is not something every driver sends), every delete in one delete, and the
-// claims of every reserve and waiting client in one statement per watch set.
+// parameter is not something every driver sends; a job for a client waiting on this
+// node inserted reserved by it), every delete in one delete, and the claims of every
+// reserve and waiting client in one statement per watch set.
 import type { PutResult, Refusal } from "../engine.ts";
 import type { Row, Sql } from "./sql.ts";
 import type { Statements } from "./statements.ts";
@@ -40,8 +41,19 @@ export function internalOp(run: (tx: Sql, turn: TurnState) => Promise<void>): Op
   };
 }
 
-/** Every put of the turn in one insert. */
-export function putOp(q: Statements, node: number, slot: number, puts: PutReq[]): Op {
+/**
+ * Jobs of a turn's puts handed to clients of this node waiting in reserve: who each put
+ * is for (`to`, by put; marked claiming until the turn ends), and after the put's rows
+ * came, the jobs they got (a client missing from `got` was not handed its job: the tube
+ * was paused or limited, or held a ready job before it).
+ */
+export interface Handing {
+  to: (PgClient | undefined)[];
+  got: Map<PgClient, Row>;
+}
+
+/** Every put of the turn in one insert; the jobs `handing` names go to their waiting clients in it. */
+export function putOp(q: Statements, node: number, slot: number, puts: PutReq[], handing: Handing): Op {
   let size = 0;
   for (const p of puts) size += p.body.length;
   const bodies = new Uint8Array(size);
@@ -66,15 +78,28 @@ export function putOp(q: Statements, node: number, slot: number, puts: PutReq[])
     lengths,
     slot,
   ];
+  const handingAny = handing.to.some((c) => c !== undefined);
+  if (handingAny) {
+    params.push(puts.map((_, i) => handing.to[i]?.conn ?? 0));
+    params.push(puts.map((_, i) => handing.to[i]?.watchedTubes().join(" ") ?? ""));
+  }
   return {
     run: async (tx, turn) => {
-      // known before the rows come: the turn's end (issued behind this) claims and notifies for them
-      for (const p of puts) {
+      // known before the rows come: the turn's end (issued behind this) claims and notifies for them;
+      // a job handed to a waiting client is ready for no one else
+      puts.forEach((p, i) => {
         turn.filled.add(p.tube);
         if (p.delayMs > 0) turn.due = true;
-        else turn.readied.add(p.tube);
-      }
-      await tx.query(q.put, params);
+        else if (!handing.to[i]) turn.readied.add(p.tube);
+      });
+      handing.got = new Map();
+      const handed = new Set((await tx.query(handingAny ? q.putHanding : q.put, params)).map((r) => Number(r.id)));
+      puts.forEach((p, i) => {
+        const c = handing.to[i];
+        if (!c) return;
+        if (handed.has(p.id)) handing.got.set(c, { id: p.id, body: p.body });
+        else turn.readied.add(p.tube); // ready after all: the next turn claims and notifies for it
+      });
       return () => undefined;
     },
     resolve: () => {

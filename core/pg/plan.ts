@@ -13,7 +13,7 @@ import { DEADLINE_SOON_MS } from "../clients.ts";
 import type { PgClient } from "./client.ts";
 import type { ServeOrder, Serving } from "./serving.ts";
 import type { NodeTubes } from "./node_tubes.ts";
-import { claimAll, type Counting, deleteOp, internalOp, putOp } from "./merged.ts";
+import { claimAll, type Counting, deleteOp, type Handing, internalOp, putOp, type PutReq } from "./merged.ts";
 import type { Intake, ReserveReq } from "./intake.ts";
 import type { Lease } from "./lease.ts";
 import type { Vacuum } from "./vacuum.ts";
@@ -73,7 +73,10 @@ export class Planner {
     // A turn of puts alone needs no sweep: nothing in it reads a job's state. Any other
     // turn sweeps first, so that its reserves, deletes and releases see delays and TTRs
     // that ended as ended; the waiters' timer asks for a turn when something falls due.
-    const others = g.deletes.length + g.reserves.length + g.ops.length + g.releases.length;
+    const handing: Handing = { to: this.#handTo(g.puts), got: new Map() };
+    const handed = handing.to.filter((c): c is PgClient => c !== undefined);
+    // a put handed to a waiting client reads its tube's ready jobs: swept first
+    const others = g.deletes.length + g.reserves.length + g.ops.length + g.releases.length + handed.length;
     const putsAlone = others === 0 && !drops && !order.leaseDue && !order.serveAll && order.serveTubes.size === 0 &&
       late.readied.size === 0 && !late.due;
     const ops: Op[] = putsAlone ? [] : [this.#sweepOp(slot)];
@@ -84,7 +87,7 @@ export class Planner {
       }));
     }
     ops.push(...g.releases);
-    if (g.puts.length > 0) ops.push(putOp(q, node, slot, g.puts));
+    if (g.puts.length > 0) ops.push(putOp(q, node, slot, g.puts, handing));
     if (g.deletes.length > 0) {
       ops.push(deleteOp(q, node, slot, g.deletes));
       this.#p.vacuum.deleted(g.deletes.length);
@@ -110,6 +113,7 @@ export class Planner {
         served = serving.toServe(turn, order);
         return this.#end(tx, turn, served, reserves, order).then((then) => () => {
           try {
+            serving.handOver(handed, handing.got, jobOut, (c) => intake.unclaim(c));
             then();
           } finally {
             drops?.done(); // else the turns waiting for these drops would wait for good
@@ -122,9 +126,29 @@ export class Planner {
         for (const r of reserves) r.reject(e);
         // a database away is logged once, when it goes (outage.ts)
         if (!away(e)) this.#p.error(`pg: transaction failed: ${message(e)}`);
-        serving.failed(order, served);
+        serving.failed(order, [...served, ...handed]);
       },
     };
+  }
+
+  /**
+   * Which waiting client each put is handed to, first come first served: one watching its
+   * tube, not claimed for in a turn under way, for a put without delay to a tube without
+   * limits (those claim through the claim that counts). Marked claiming until the turn
+   * ends: its timeout waits, and no other claim is made for it meanwhile.
+   */
+  #handTo(puts: PutReq[]): (PgClient | undefined)[] {
+    const { serving, counting } = this.#p;
+    if (serving.waiters.size === 0) return [];
+    return puts.map((p) => {
+      if (p.delayMs > 0 || counting.has([p.tube])) return undefined;
+      for (const c of serving.waiters) {
+        if (c.claiming || c.closed || !c.watching.some((t) => t.name === p.tube)) continue;
+        c.claiming = true;
+        return c;
+      }
+      return undefined;
+    });
   }
 
   /**

@@ -41,8 +41,19 @@ function listJobs(S: string, state: number, order: string): string {
     from ${S}.jobs where tube = $1 and state = ${state} order by ${order} limit $2::int8 offset $3::int8`;
 }
 
+/** A put's per-job arrays (statements.put). */
+const PUT_ROWS = "$2::int8[], $3::text[], $4::int8[], $5::int8[], $6::int8[], $8::int4[], $9::int4[]";
+
 export function statements(S: string) {
   const dueMs = dueMsOf(S);
+  /** A put's counts: per tube, and the node's total, in the turn's slot. */
+  const putCounts = `t as (
+        insert into ${S}.tube_counts as x (tube, node, slot, jobs, total_jobs)
+          select tube, $1, $10::int2, count(*), count(*) from unnest($3::text[]) as u(tube) group by tube order by tube
+        on conflict (tube, node, slot) do update set jobs = x.jobs + excluded.jobs,
+          total_jobs = x.total_jobs + excluded.total_jobs),
+      n as (insert into ${S}.node_counts as x (node, slot, total_jobs) values ($1, $10::int2, cardinality($2::int8[]))
+        on conflict (node, slot) do update set total_jobs = x.total_jobs + excluded.total_jobs)`;
   return {
     /** Delayed jobs whose time has come, and reservations whose TTR ended, back to ready; $1 node, $2 slot. */
     sweep: `with p as (
@@ -82,18 +93,34 @@ export function statements(S: string) {
      * body as offset/length into $7, all the bodies in one bytea (a bytea[] parameter
      * is not something every driver sends); $10 the turn's slot.
      */
-    put: `with t as (
-        insert into ${S}.tube_counts as x (tube, node, slot, jobs, total_jobs)
-          select tube, $1, $10::int2, count(*), count(*) from unnest($3::text[]) as u(tube) group by tube order by tube
-        on conflict (tube, node, slot) do update set jobs = x.jobs + excluded.jobs,
-          total_jobs = x.total_jobs + excluded.total_jobs),
-      n as (insert into ${S}.node_counts as x (node, slot, total_jobs) values ($1, $10::int2, cardinality($2::int8[]))
-        on conflict (node, slot) do update set total_jobs = x.total_jobs + excluded.total_jobs)
+    put: `with ${putCounts}
       insert into ${S}.jobs (id, tube, state, pri, delay_ms, ttr_ms, created_at, ready_at, body)
         select id, tube, case when d > 0 then ${DELAYED} else ${READY} end, pri, d, ttr, now(), now() + d * ${MS},
           substring($7::bytea from o for l)
-        from unnest($2::int8[], $3::text[], $4::int8[], $5::int8[], $6::int8[], $8::int4[], $9::int4[])
-          as u(id, tube, pri, d, ttr, o, l)`,
+        from unnest(${PUT_ROWS}) as u(id, tube, pri, d, ttr, o, l)`,
+    /**
+     * put, where some jobs go to connections of this node waiting in reserve: $11 per job
+     * the connection it is handed to (0: none), $12 the tubes that connection watches
+     * (joined by spaces: a tube name has none). A job is handed (inserted reserved by
+     * that connection, as a claim would leave it) only if its tube is neither paused nor
+     * limited and no tube the connection watches holds a ready job that comes before it
+     * (the turn's sweep ran first); the rows are the jobs handed.
+     */
+    putHanding: `with ${putCounts},
+      u as (select u.*, u.h > 0
+          and not exists (select 1 from ${S}.tubes p where p.name = u.tube
+            and (p.pause_until > now() or p.max_reserved > 0 or p.rate_count > 0))
+          and not exists (select 1 from ${S}.jobs r where r.state = ${READY}
+            and r.tube = any(string_to_array(u.w, ' ')) and (r.pri, r.id) < (u.pri, u.id)) as handed
+        from unnest(${PUT_ROWS}, $11::int8[], $12::text[]) as u(id, tube, pri, d, ttr, o, l, h, w)),
+      i as (insert into ${S}.jobs (id, tube, state, pri, delay_ms, ttr_ms, created_at, ready_at, body, node, conn,
+          deadline, reserves)
+        select id, tube, case when d > 0 then ${DELAYED} when handed then ${RESERVED} else ${READY} end, pri, d, ttr,
+          now(), now() + d * ${MS}, substring($7::bytea from o for l), case when handed then $1 end,
+          case when handed then h end, case when handed then now() + ttr * ${MS} end, case when handed then 1 else 0 end
+        from u
+        returning id, conn)
+      select id::float8 as id from i where conn is not null`,
 
     /**
      * Every delete of a turn: $1 node, $2 ids, $3 the deleting connections (a reserved

@@ -3,7 +3,10 @@
 //   workers and pipelining clients do) go in one transaction, their replies in order;
 // - a node alone sends no NOTIFY (nobody would hear it, and each costs every commit a
 //   lock on the whole database); once another node is there, its turns notify again and
-//   that node's waiting workers are woken by what it puts.
+//   that node's waiting workers are woken by what it puts;
+// - a put to a tube a worker of the same node waits on is handed to that worker in the
+//   put's own statement (the job inserted reserved): nothing is readied, so nothing is
+//   notified; a paused tube's job is not handed, and the worker gets it when the pause ends.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import postgres from "postgres";
@@ -44,6 +47,27 @@ describe(`${target.name} --pg: what a turn carries`, { skip: skipWithoutPostgres
     return w;
   }
 
+  /** Run `body` with every NOTIFY payload on the schema's channel gathered in `heard`. */
+  async function listening(schema: string, body: (heard: string[]) => Promise<void>): Promise<void> {
+    const heard: string[] = [];
+    const listener = postgres(pg!.url, { max: 1, onnotice: () => {} });
+    try {
+      await listener.listen(`tubeway.${schema}`, (payload) => heard.push(payload));
+      await body(heard);
+    } finally {
+      await listener.end({ timeout: 1 });
+    }
+  }
+
+  /** Until `n` lease renewals said "here I am" (each node's first turn renews its lease). */
+  async function untilSaid(heard: string[], n: number): Promise<void> {
+    const t0 = Date.now();
+    while (heard.filter((p) => / h$/.test(p)).length < n) {
+      assert.ok(Date.now() - t0 < 5000, `${n} nodes never said they are there`);
+      await sleep(10);
+    }
+  }
+
   it("a worker's delete and the reserve behind it: one transaction, the replies in order", async () => {
     const port = await freePort();
     const n = await node(uniqueSchema("pairs"), ["--http", `127.0.0.1:${port}`]);
@@ -73,10 +97,7 @@ describe(`${target.name} --pg: what a turn carries`, { skip: skipWithoutPostgres
 
   it("a node alone notifies no one; beside another it does, and wakes that node's workers", async () => {
     const schema = uniqueSchema("alone");
-    const heard: string[] = [];
-    const listener = postgres(pg!.url, { max: 1, onnotice: () => {} });
-    try {
-      await listener.listen(`tubeway.${schema}`, (payload) => heard.push(payload));
+    await listening(schema, async (heard) => {
       const a = await node(schema);
       const producer = await wire(a);
       for (let i = 0; i < 20; i++) await putId(producer, `alone ${i}`);
@@ -88,11 +109,7 @@ describe(`${target.name} --pg: what a turn carries`, { skip: skipWithoutPostgres
       const b = await node(schema);
       const worker = await wire(b);
       // b's first turn says it is there; a's next turns notify
-      const bSaid = Date.now();
-      while (heard.filter((p) => / h$/.test(p)).length < 2) {
-        assert.ok(Date.now() - bSaid < 5000, "the second node never said it is there");
-        await sleep(10);
-      }
+      await untilSaid(heard, 2);
       await worker.cmd("watch woken");
       await worker.cmd("ignore default");
       for (let i = 0; i < 20; i++) {
@@ -106,8 +123,44 @@ describe(`${target.name} --pg: what a turn carries`, { skip: skipWithoutPostgres
         assert.equal(await worker.cmd(`delete ${id}`), "DELETED\r\n");
       }
       assert.ok(readied().length > 0, "beside another node, a's turns notify");
-    } finally {
-      await listener.end({ timeout: 1 });
-    }
+    });
+  });
+
+  it("a put for a worker waiting on the same node is handed to it: nothing readied, nothing notified", async () => {
+    const schema = uniqueSchema("handed");
+    await listening(schema, async (heard) => {
+      const a = await node(schema);
+      await node(schema); // another node listens: a's turns that ready jobs notify it
+      await untilSaid(heard, 2);
+      const [producer, worker] = [await wire(a), await wire(a)];
+      assert.equal(await producer.cmd("use handed"), "USING handed\r\n");
+      assert.equal(await worker.cmd("watch handed"), "WATCHING 2\r\n");
+      const notified = () => heard.filter((p) => / r .*handed/.test(p)).length;
+      const before = notified();
+      for (let i = 0; i < 20; i++) {
+        worker.send("reserve-with-timeout 5\r\n");
+        await sleep(20); // the worker waits before the put
+        const id = await putId(producer, `h${i}`);
+        assert.equal(await worker.reply(), `RESERVED ${id} ${`h${i}`.length}\r\nh${i}\r\n`, `round ${i}`);
+        assert.match(await worker.cmd(`stats-job ${id}`), /\nreserves: 1\n/);
+        assert.equal(await worker.cmd(`delete ${id}`), "DELETED\r\n");
+      }
+      await sleep(200);
+      assert.equal(
+        notified() - before,
+        0,
+        `${notified() - before} NOTIFYs of jobs readied in a tube a worker here waited on`,
+      );
+
+      // paused: not handed; the worker gets the job once the pause ends
+      worker.send("reserve-with-timeout 10\r\n");
+      await sleep(20);
+      assert.equal(await producer.cmd("pause-tube handed 1"), "PAUSED\r\n");
+      const t0 = Date.now();
+      const id = await putId(producer, "after the pause");
+      assert.equal(await worker.reply(5000), `RESERVED ${id} 15\r\nafter the pause\r\n`);
+      assert.ok(Date.now() - t0 >= 800, `reserved ${Date.now() - t0} ms after the put, in a tube paused for 1 s`);
+      assert.equal(await worker.cmd(`delete ${id}`), "DELETED\r\n");
+    });
   });
 });
