@@ -6,6 +6,8 @@
 // - A client that closes gives back what it held: a command its node reads after the close
 //   sees the jobs ready, even when the release is in a transaction still in flight beside
 //   the one the command would run in.
+// - A reservation whose TTR ended before its client closed timed out: the close does not
+//   take the timeout back, though no sweep had moved the job yet.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { RUNTIME } from "../harness/paths.ts";
@@ -52,6 +54,30 @@ describe(`${target.name}: counts and releases as one state`, { skip: skipWithout
       if (wrong.size > 0) bad.push(`round ${i}: ${[...wrong].join(", ")}`);
     }
     assert.deepEqual(bad, [], `${bad.length} rounds out of ${rounds} showed a mix`);
+  });
+
+  it("a client that closes after its reservation's TTR ended leaves the timeout counted (stats, stats-job)", async () => {
+    // a lease of 60 s: renewed every 20 s, so no turn of this node (and no sweep) runs unasked meanwhile
+    const n = await target.start(["--pg-lease", "60"]);
+    try {
+      const w = await dial(n.addr);
+      open.push(w);
+      for (let i = 0; i < 3; i++) {
+        const a = await dial(n.addr);
+        const id = await putId(w, "t", 0, 0, 1);
+        assert.match(await a.cmd("reserve-with-timeout 0"), new RegExp(`^RESERVED ${id} 1\r\n`));
+        await sleep(1300); // its TTR ended; nothing has swept it
+        assert.equal((await stats(w)).num("job-timeouts"), i + 1, `round ${i}: before the close`);
+        a.close();
+        await sleep(50);
+        const j = await statsJob(w, id);
+        assert.equal(`${j.str("state")} ${j.num("timeouts")}`, "ready 1", `round ${i}: stats-job after the close`);
+        assert.equal((await stats(w)).num("job-timeouts"), i + 1, `round ${i}: stats after the close`);
+        assert.equal(await w.cmd(`delete ${id}`), "DELETED\r\n");
+      }
+    } finally {
+      await n.stop();
+    }
   });
 
   const closes = 200;
