@@ -3,9 +3,19 @@
 // pg_ctl start on a free 127.0.0.1 port, stopped and removed at the end. PostgreSQL
 // refuses to run as root, so as root the cluster belongs to the `postgres` user that
 // Debian's package creates (runuser); as any other user, to that user. Durable as in
-// production: fsync and synchronous_commit on.
+// production: fsync and synchronous_commit on. A cluster whose maker was killed (no hook
+// of its ran) is stopped and removed when the next one is made.
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, which } from "./machine.ts";
@@ -164,9 +174,51 @@ interface ClusterDirs {
   logFile: string;
 }
 
+/** Beside a cluster's data dir: the pid of the process that made it. */
+const OWNER = "owner";
+
+/** Whether process `pid` is running (as any user). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === "EPERM";
+  }
+}
+
+/**
+ * Stop and remove the clusters whose maker is gone: a test process killed by a timeout
+ * or by hand, a bench stopped with SIGKILL. Left running, each keeps a postmaster and its
+ * memory until the machine restarts. A cluster of a live process, or without an owner
+ * file (one being made, or made by an older version), is left alone.
+ */
+export function reapOrphans(): string[] {
+  const reaped: string[] = [];
+  for (const name of readdirSync(tmpdir())) {
+    if (!name.startsWith("tubeway-pg-")) continue;
+    const dir = join(tmpdir(), name);
+    let owner: number;
+    try {
+      owner = Number(readFileSync(join(dir, OWNER), "utf8"));
+    } catch {
+      continue;
+    }
+    if (!(owner > 0) || alive(owner)) continue;
+    if (PG_BIN && existsSync(join(dir, "data", "postmaster.pid"))) {
+      run([join(PG_BIN, "pg_ctl"), "-D", join(dir, "data"), "-m", "immediate", "-w", "stop"]);
+    }
+    rmSync(dir, { recursive: true, force: true });
+    reaped.push(dir);
+  }
+  return reaped;
+}
+
 /** The postgres user's temp dir with a data dir, or the tools' output. */
 function clusterDir(): ClusterDirs {
+  reapOrphans();
   const dir = mkdtempSync(join(tmpdir(), "tubeway-pg-"));
+  writeFileSync(join(dir, OWNER), String(process.pid));
   if (isRoot) {
     const u = postgresUser();
     if (!u) throw new Error("no `postgres` user to run PostgreSQL as (it refuses to run as root)");

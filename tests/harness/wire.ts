@@ -190,3 +190,15 @@ export function dial(addr: Address, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<Wir
 export function openSocket(addr: { host: string; port: number }, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<Socket> {
   return socketWhen(connect({ host: addr.host, port: addr.port }), "connect", timeoutMs);
 }
+
+/** Whether a server accepts connections on 127.0.0.1:port now. */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(port, "127.0.0.1");
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+}

@@ -10,10 +10,10 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { connect } from "node:net";
 import { ROOT, RUNTIME, skipUnless } from "../harness/paths.ts";
 import { which } from "../../scripts/machine.ts";
 import { freePort } from "../harness/targets.ts";
+import { accepts } from "../harness/wire.ts";
 
 const NPM = which("npm");
 
@@ -48,17 +48,6 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, "127.0.0.1");
-    s.once("connect", () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once("error", () => resolve(false));
-  });
 }
 
 async function until(what: string, ok: () => boolean | Promise<boolean>, ms: number): Promise<void> {
