@@ -30,6 +30,10 @@ describe(`fuzzing the ${NAME} server`, () => {
     let peak = 0;
     try {
       const t0 = Date.now();
+      // the server's own lines say why it closed a connection (a drop, an error), when it did
+      const withLog = (e: unknown) => {
+        throw new Error(`${e instanceof Error ? e.message : String(e)}\nserver output:\n${r.output().slice(-4000)}`);
+      };
       const res = await fuzz(r.addr, {
         seed: SEED,
         inputs: INPUTS,
@@ -46,7 +50,7 @@ describe(`fuzzing the ${NAME} server`, () => {
             assert.fail(`server RSS ${rss >> 20} MiB passed the cap in batch ${batch}`);
           }
         },
-      });
+      }).catch(withLog);
       const s = (Date.now() - t0) / 1000;
       console.log(
         `fuzz ${NAME}: ${res.inputs} inputs, ${res.connections} connections, ${res.batches} batches in ` +
