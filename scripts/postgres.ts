@@ -205,11 +205,15 @@ export function reapOrphans(): string[] {
       continue;
     }
     if (!(owner > 0) || alive(owner)) continue;
-    if (PG_BIN && existsSync(join(dir, "data", "postmaster.pid"))) {
-      run([join(PG_BIN, "pg_ctl"), "-D", join(dir, "data"), "-m", "immediate", "-w", "stop"]);
+    try {
+      if (PG_BIN && existsSync(join(dir, "data", "postmaster.pid"))) {
+        run([join(PG_BIN, "pg_ctl"), "-D", join(dir, "data"), "-m", "immediate", "-w", "stop"]);
+      }
+      rmSync(dir, { recursive: true, force: true });
+      reaped.push(dir);
+    } catch {
+      // another user's, most likely: not ours to remove, and no reason not to make a new one
     }
-    rmSync(dir, { recursive: true, force: true });
-    reaped.push(dir);
   }
   return reaped;
 }
