@@ -49,6 +49,20 @@ export class NodeTubes {
     return this.#remade.size > 0;
   }
 
+  /**
+   * The first of this node's clients waiting in reserve on tube `name` that no claim is
+   * under way for, first come first served (the tube's waiting list); marked claiming.
+   */
+  claimWaiter(name: string): PgClient | undefined {
+    for (let n = this.#tubes.get(name)?.waiters.head; n; n = n.next) {
+      const c = n.client;
+      if (c.claiming || c.closed) continue;
+      c.claiming = true;
+      return c;
+    }
+    return undefined;
+  }
+
   /** This node has the tube (referenced here, or known to have jobs). */
   has(name: string): boolean {
     return this.#tubes.get(name) !== undefined;

@@ -138,17 +138,9 @@ export class Planner {
    * ends: its timeout waits, and no other claim is made for it meanwhile.
    */
   #handTo(puts: PutReq[]): (PgClient | undefined)[] {
-    const { serving, counting } = this.#p;
+    const { serving, counting, tubes } = this.#p;
     if (serving.waiters.size === 0) return [];
-    return puts.map((p) => {
-      if (p.delayMs > 0 || counting.has([p.tube])) return undefined;
-      for (const c of serving.waiters) {
-        if (c.claiming || c.closed || !c.watching.some((t) => t.name === p.tube)) continue;
-        c.claiming = true;
-        return c;
-      }
-      return undefined;
-    });
+    return puts.map((p) => p.delayMs > 0 || counting.has([p.tube]) ? undefined : tubes.claimWaiter(p.tube));
   }
 
   /**
