@@ -133,6 +133,7 @@ export function pgClient(url: string | undefined, warn: (line: string) => void =
     },
     transaction: <T>(body: (tx: Sql) => Promise<T>, signal?: AbortSignal) =>
       transaction(sql, body, busy, signal).catch(failed),
+    single: (text, params, signal) => single(sql, text, params, busy, signal).catch(failed),
     pool: () => ({ inUse: busy.reserved + Math.min(busy.statements, POOL - busy.reserved), size: POOL }),
     listen: (channel, onNotify, events) => listener.listen(channel, onNotify, events),
     close: async () => {
@@ -279,21 +280,13 @@ class Reserved {
  * A failed statement aborts the transaction: ROLLBACK, and the error goes up. Once
  * `signal` is aborted (the engine stopped waiting), COMMIT is not sent: ROLLBACK.
  */
-async function transaction<T>(
+function transaction<T>(
   sql: Driver,
   body: (tx: Sql) => Promise<T>,
   busy: { reserved: number },
   signal?: AbortSignal,
 ): Promise<T> {
-  let r: Reserved;
-  try {
-    r = new Reserved(await sql.reserve());
-  } catch (e) {
-    throw translate(e, false);
-  }
-  busy.reserved++;
-  try {
-    if (signal?.aborted) throw new DatabaseAway("gave up waiting for a connection");
+  return reserved(sql, busy, signal, async (r) => {
     const begin = r.tx.unsafe("begin", [], { onexecute: r.onexecute } as postgres.UnsafeQueryOptions).then(
       () => [],
       (e) => Promise.reject(r.failed(e, false)),
@@ -320,6 +313,55 @@ async function transaction<T>(
     // 25006 when the statements were pipelined up to COMMIT without reading their rows
     if (done.command !== "COMMIT") throw r.first ?? new Error(`COMMIT answered ${done.command}`);
     return result;
+  });
+}
+
+/**
+ * One statement as its own transaction (the implicit one of a statement sent alone), on
+ * a reserved connection as transaction() uses: so nothing is sent once `signal` is
+ * aborted, and a connection lost under it is not put back. Its rows come at
+ * ReadyForQuery, after the COMMIT. Once sent, a failure other than the server's ERROR may
+ * have come after the COMMIT: DatabaseAway with maybeCommitted.
+ */
+function single(
+  sql: Driver,
+  text: string,
+  params: readonly unknown[],
+  busy: { reserved: number },
+  signal?: AbortSignal,
+): Promise<Row[]> {
+  return reserved(sql, busy, signal, async (r) => {
+    let sent = false;
+    const onexecute = (c: { onclose?: ((e: unknown) => void) | null }) => (sent = true, r.onexecute(c));
+    const options = { prepare: true, onexecute } as postgres.UnsafeQueryOptions;
+    try {
+      return await r.tx.unsafe(text, params as Params, options) as unknown as Row[];
+    } catch (e) {
+      throw r.failed(e, sent);
+    }
+  });
+}
+
+/**
+ * `use` on a connection reserved from the pool (counted busy meanwhile), unless `signal`
+ * was aborted while it waited for one; then back to the pool (unless it was lost).
+ */
+async function reserved<T>(
+  sql: Driver,
+  busy: { reserved: number },
+  signal: AbortSignal | undefined,
+  use: (r: Reserved) => Promise<T>,
+): Promise<T> {
+  let r: Reserved;
+  try {
+    r = new Reserved(await sql.reserve());
+  } catch (e) {
+    throw translate(e, false);
+  }
+  busy.reserved++;
+  try {
+    if (signal?.aborted) throw new DatabaseAway("gave up waiting for a connection");
+    return await use(r);
   } finally {
     busy.reserved--;
     r.end();
