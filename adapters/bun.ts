@@ -16,7 +16,7 @@ import {
   peerName,
   type TlsMaterial,
 } from "./types.ts";
-import { HOLD_MAX, InputBudget, own, PIECE, type State, STUCK_MS } from "./bun_input.ts";
+import { HOLD_MAX, InputBudget, newState, own, PIECE, type State, STUCK_MS } from "./bun_input.ts";
 
 // Just the part of Bun's socket API used here, so that other runtimes' type checkers
 // (deno test checks every file it loads) need no Bun type definitions.
@@ -164,22 +164,7 @@ function socketHandler(l: Listener): SocketHandler {
   const tls = l.tls;
   return {
     open(sock) {
-      const st: State = {
-        sock,
-        svc: l.svc,
-        conn: undefined,
-        handshakeTimer: undefined,
-        fedAt: 0,
-        rest: null,
-        done: null,
-        flushed: 0,
-        stuckTimer: undefined,
-        paused: false,
-        held: [],
-        heldOff: 0,
-        heldBytes: 0,
-        eofHeld: false,
-      };
+      const st = newState(sock, l.svc);
       sock.data = st;
       if (!tls) return attach(l, sock, st);
       st.handshakeTimer = setTimeout(() => sock.terminate(), l.handshakeMs);

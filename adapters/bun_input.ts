@@ -76,8 +76,35 @@ export interface State {
   held: Uint8Array[];
   heldOff: number;
   heldBytes: number;
+  /**
+   * The held chunk a piece of which the connection is taking now (feedHeld): its parser
+   * reads the piece until push() returns, so a release() meanwhile (the socket closed
+   * from inside the connection's work) leaves it to feedHeld to free.
+   */
+  feeding: Uint8Array | undefined;
   /** The client half-closed while input was held: eof() once that is fed. */
   eofHeld: boolean;
+}
+
+/** A socket's state when it opens: nothing held, no connection yet. */
+export function newState(sock: State["sock"], svc: Service): State {
+  return {
+    sock,
+    svc,
+    conn: undefined,
+    handshakeTimer: undefined,
+    fedAt: 0,
+    rest: null,
+    done: null,
+    flushed: 0,
+    stuckTimer: undefined,
+    paused: false,
+    held: [],
+    heldOff: 0,
+    heldBytes: 0,
+    eofHeld: false,
+    feeding: undefined,
+  };
 }
 
 /**
@@ -155,7 +182,7 @@ export class InputBudget {
     this.#holding.delete(st);
     this.#total -= st.heldBytes;
     st.heldBytes = 0;
-    for (const c of st.held) free(c);
+    for (const c of st.held) if (c !== st.feeding) free(c);
     st.held = [];
     st.heldOff = 0;
   }
@@ -178,16 +205,24 @@ export class InputBudget {
     const before = st.heldBytes;
     while (st.held.length > 0 && takes(conn)) {
       const c = st.held[0]!;
-      const end = Math.min(c.length, st.heldOff + PIECE);
-      conn.push(c.subarray(st.heldOff, end));
-      st.heldBytes -= end - st.heldOff;
-      this.#total -= end - st.heldOff;
+      const start = st.heldOff;
+      const end = Math.min(c.length, start + PIECE);
+      // counted out before it goes in: a release() while the connection takes it lets go of the rest only
+      st.heldBytes -= end - start;
+      this.#total -= end - start;
       st.heldOff = end;
       if (end === c.length) {
         st.held.shift();
         st.heldOff = 0;
-        free(c);
       }
+      st.feeding = c;
+      try {
+        conn.push(c.subarray(start, end));
+      } finally {
+        st.feeding = undefined;
+      }
+      // used up, or let go of meanwhile (release() left it, as the parser was reading it)
+      if (end === c.length || st.held[0] !== c) free(c);
     }
     if (st.held.length > 0) {
       if (st.heldBytes < before) this.moved(st);
