@@ -14,7 +14,8 @@
 // again (a delete or a kick would not do the same twice) nor acknowledged.
 import type { Clock, Turns } from "../clock.ts";
 import type { TurnMetrics } from "./metrics.ts";
-import { away, DatabaseAway, maybeCommitted, retryable, type Row, type Sql, type SqlClient } from "./sql.ts";
+import { away, DatabaseAway, maybeCommitted, retryable, type Sql, type SqlClient } from "./sql.ts";
+import { sendPipelined } from "./pipelined.ts";
 
 /** What the statements of a turn found out, for its end (notify, claims) and after commit. */
 export class TurnState {
@@ -182,45 +183,6 @@ export async function untilBack<T>(w: Waiting, run: () => Promise<T>, since = w.
   }
 }
 
-/** A statement as issued, and where its rows go. */
-interface Recorded {
-  text: string;
-  params: readonly unknown[];
-  resolve(rows: Row[]): void;
-  reject(e: unknown): void;
-}
-
-/** Records the statements issued on it; once `forward` has a transaction, issues them, and any later, on it. */
-class Recorder implements Sql {
-  readonly calls: Recorded[] = [];
-  #tx: Sql | undefined;
-
-  #sealed = false;
-
-  query(text: string, params: readonly unknown[] = []): Promise<Row[]> {
-    if (this.#tx) return this.#tx.query(text, params);
-    // a pipelined turn issues every statement before its first await: one that came after
-    // its single statement was sent would never run (the turn fails, it does not hang)
-    if (this.#sealed) return Promise.reject(new Error(`a statement issued after the turn was sent: ${text}`));
-    return new Promise((resolve, reject) => this.calls.push({ text, params, resolve, reject }));
-  }
-
-  /** The recorded statements were sent as they are: no more may come. */
-  seal(): void {
-    this.#sealed = true;
-  }
-
-  forward(tx: Sql): void {
-    this.#tx = tx;
-    for (const c of this.calls) tx.query(c.text, c.params).then(c.resolve, c.reject);
-  }
-
-  /** The transaction failed before `forward`: so did every statement recorded. */
-  fail(e: unknown): void {
-    if (!this.#tx) { for (const c of this.calls) c.reject(e); }
-  }
-}
-
 /** One attempt of a turn's transaction: what its ops and its end will answer (once it ran), for after COMMIT. */
 interface Attempt {
   running: Promise<(() => unknown)[]> | undefined;
@@ -370,8 +332,8 @@ export class TurnRunner {
         };
         return plan.pipelined ? Promise.resolve(end()) : running.then(end);
       };
-      const tx = plan.pipelined && this.#sql.single
-        ? this.#recorded(body, stop.signal)
+      const tx = plan.pipelined
+        ? sendPipelined(this.#sql, body, stop.signal)
         : this.#sql.transaction(body, stop.signal);
       // A transaction may hang (no host reachable, or only standbys while one is
       // promoted), or be stuck on a connection that died under it: past the bound,
@@ -394,29 +356,6 @@ export class TurnRunner {
       throw runFailed ?? endFailed ?? caught;
     }
     return done;
-  }
-
-  /**
-   * A pipelined turn, its statements recorded first (every one is issued before the
-   * first await): one statement alone is a transaction of its own (a turn of puts alone,
-   * on one node: no BEGIN and COMMIT to send, parse and answer); more go on a transaction,
-   * in the order recorded.
-   */
-  #recorded(body: (tx: Sql) => Promise<void>, signal: AbortSignal): Promise<unknown> {
-    const rec = new Recorder();
-    body(rec);
-    const [one, ...more] = rec.calls;
-    if (one && more.length === 0) {
-      rec.seal();
-      return this.#sql.single!(one.text, one.params, signal).then(one.resolve, (e) => {
-        one.reject(e);
-        throw e;
-      });
-    }
-    return this.#sql.transaction((tx) => Promise.resolve(rec.forward(tx)), signal).catch((e) => {
-      rec.fail(e); // those not forwarded yet
-      throw e;
-    });
   }
 
   /**

@@ -1,4 +1,4 @@
-// How the TurnRunner (core/pg/turn.ts) sends a turn: a pipelined turn of one statement
+// How the TurnRunner (core/pg/turn.ts, core/pg/pipelined.ts) sends a turn: a pipelined turn of one statement
 // as a transaction of its own (SqlClient.single), any other in BEGIN ... COMMIT with its
 // statements in the order issued; and what it does when the single statement fails: run
 // again when it was not sent or rolled back (a deadlock), answer the error when it may
