@@ -165,13 +165,6 @@ export class Yaml {
   }
 }
 
-export async function putId(w: Wire, body: string, pri = 0, delay = 0, ttr = 60): Promise<number> {
-  const r = await w.put(body, pri, delay, ttr);
-  const m = /^INSERTED (\d+)\r\n$/.exec(r);
-  assert.ok(m, `put ${pri} ${delay} ${ttr}: expected INSERTED <id>, got ${JSON.stringify(r)}`);
-  return Number(m[1]);
-}
-
 export async function expectReply(w: Wire, line: string, want: string): Promise<void> {
   assert.equal(await w.cmd(line), want + "\r\n", line);
 }

@@ -6,7 +6,8 @@
 import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { type Address, dial, type Wire } from "../harness/wire.ts";
-import { expectReply, HERE, kill9, putId, Scope, sleep, statsOf, within, Yaml } from "../harness/durability.ts";
+import { expectReply, HERE, kill9, Scope, sleep, statsOf, within, Yaml } from "../harness/durability.ts";
+import { putId } from "../harness/wire_checks.ts";
 
 // ---- 2. a crash under load, durable acks ----------------------------------------------
 

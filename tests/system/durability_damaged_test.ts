@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { type Running } from "../harness/targets.ts";
 import { dial, type Wire } from "../harness/wire.ts";
 import { copyBinlogs, KIND_FULL, newestBinlog, recordSpans } from "../harness/binlog_dir.ts";
-import { expectReply, found, HERE, jobStats, kill9, outputHas, putId, Scope, statsOf } from "../harness/durability.ts";
+import { expectReply, found, HERE, jobStats, kill9, outputHas, Scope, statsOf } from "../harness/durability.ts";
+import { putId } from "../harness/wire_checks.ts";
 
 // ---- 3. damaged files ---------------------------------------------------------------
 

@@ -7,7 +7,8 @@ import { after, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { dial } from "../harness/wire.ts";
 import { binlogBytes, binlogFiles, vmRssKb } from "../harness/binlog_dir.ts";
-import { HERE, jobStats, kill9, putId, Scope, statsOf } from "../harness/durability.ts";
+import { HERE, jobStats, kill9, Scope, statsOf } from "../harness/durability.ts";
+import { putId } from "../harness/wire_checks.ts";
 
 // ---- 4. disk use stays bounded ---------------------------------------------------------
 

@@ -19,7 +19,6 @@ import {
   kill9,
   listNames,
   OTHER,
-  putId,
   runToExit,
   Scope,
   sigterm,
@@ -28,6 +27,7 @@ import {
   statsOf,
   Yaml,
 } from "../harness/durability.ts";
+import { putId } from "../harness/wire_checks.ts";
 
 // ---- 1. restart: every state and every logged command ------------------------------------
 
