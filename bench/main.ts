@@ -50,8 +50,9 @@
 //   --server-flags T=FLAGS extra flags for target T (repeatable), e.g.
 //                          --server-flags 'deno=-z 65536'
 //   --duration SECONDS     seconds of load per workload (default 4)
-//   --warmup SECONDS       unrecorded load before each timed window (default 1, at
-//                          most 0.5 for reserve/delete; lets the Deno/Bun JIT settle)
+//   --warmup SECONDS       unrecorded load before each timed window (default 2, at
+//                          most 0.5 for reserve/delete; lets the Deno/Bun JIT settle:
+//                          Bun's compiler threads share the server's core)
 //   --seconds SECONDS      run the sustained rows (put-50-sustained,
 //                          e2e-50-sustained: one server for SECONDS, a row per
 //                          window with the jobs table's live and dead tuples and

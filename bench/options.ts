@@ -68,7 +68,7 @@ export function parseArgs(argv: string[], env: Record<string, string | undefined
     targets: [...DEFAULT_TARGETS],
     serverFlags: new Map(),
     duration: 4,
-    warmup: 1,
+    warmup: 2,
     seconds: 0,
     window: 30,
     procs: defaultProcs(ncpu),
