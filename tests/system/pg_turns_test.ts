@@ -6,7 +6,9 @@
 //   that node's waiting workers are woken by what it puts;
 // - a put to a tube a worker of the same node waits on is handed to that worker in the
 //   put's own statement (the job inserted reserved): nothing is readied, so nothing is
-//   notified; a paused tube's job is not handed, and the worker gets it when the pause ends.
+//   notified; a paused tube's job is not handed, and the worker gets it when the pause ends;
+// - two puts of one turn, each to a different tube one waiting worker watches: the worker
+//   is handed one of them, and the other stays ready (a worker is handed one job at most).
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import postgres from "postgres";
@@ -162,5 +164,51 @@ describe(`${target.name} --pg: what a turn carries`, { skip: skipWithoutPostgres
       assert.ok(Date.now() - t0 >= 800, `reserved ${Date.now() - t0} ms after the put, in a tube paused for 1 s`);
       assert.equal(await worker.cmd(`delete ${id}`), "DELETED\r\n");
     });
+  });
+
+  it("two puts of one turn to two tubes one waiting worker watches: it is handed one, the other stays ready", async () => {
+    const schema = uniqueSchema("handed2");
+    const a = await node(schema);
+    const [worker, p0, p1, p2, look] = [await wire(a), await wire(a), await wire(a), await wire(a), await wire(a)];
+    assert.equal(await worker.cmd("watch t-a"), "WATCHING 2\r\n");
+    assert.equal(await worker.cmd("watch t-b"), "WATCHING 3\r\n");
+    assert.equal(await worker.cmd("ignore default"), "WATCHING 2\r\n");
+    for (const [w, tube] of [[p0, "other"], [p1, "t-a"], [p2, "t-b"]] as const) {
+      assert.equal(await w.cmd(`use ${tube}`), `USING ${tube}\r\n`);
+    }
+    worker.send("reserve-with-timeout 10\r\n");
+    await sleep(50); // the worker waits (its claim found nothing) before the puts
+    const sql = postgres(pg!.url, { max: 1, onnotice: () => {} });
+    try {
+      // Every put counts its tube's jobs in tube_counts: with that table locked, the turn
+      // of p0's put stays in flight, and the puts to t-a and t-b gather behind it, for
+      // the next turn, which hands its puts to waiting workers.
+      await sql.begin(async (tx) => {
+        await tx.unsafe(`lock table "${schema}".tube_counts in exclusive mode`);
+        p0.send("put 0 0 60 1\r\n0\r\n");
+        await sleep(100);
+        p1.send("put 0 0 60 1\r\na\r\n");
+        p2.send("put 0 0 60 1\r\nb\r\n");
+        // the turn of p0's put is held, so the two puts are in the same turn after it
+        assert.ok(await p0.silentFor(200), `p0's put was answered under the lock: ${JSON.stringify(p0.pending)}`);
+      });
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+    const id = async (w: Wire) => Number(/^INSERTED (\d+)\r\n$/.exec(await w.reply(5000))?.[1]);
+    const [id0, idA, idB] = [await id(p0), await id(p1), await id(p2)];
+    assert.ok(id0 > 0 && idA > 0 && idB > 0, `the puts answered INSERTED (${id0}, ${idA}, ${idB})`);
+    const got = await worker.reply(5000);
+    const m = /^RESERVED (\d+) 1\r\n([ab])\r\n$/.exec(got);
+    assert.ok(m, `the worker was handed a job: ${JSON.stringify(got)}`);
+    const [handed, other] = Number(m[1]) === idA ? [idA, idB] : [idB, idA];
+    assert.ok(handed === Number(m[1]), `the worker got ${m[1]}, one of the two puts (${idA}, ${idB})`);
+    assert.match(await look.cmd(`stats-job ${handed}`), /\nstate: reserved\n/);
+    assert.match(await look.cmd(`stats-job ${other}`), /\nstate: ready\n/, "the job not handed stays ready");
+    // nothing more came to the worker; it reserves the other job next
+    assert.equal(await worker.cmd(`delete ${handed}`), "DELETED\r\n");
+    const next = await worker.cmd("reserve-with-timeout 0");
+    assert.match(next, new RegExp(`^RESERVED ${other} 1\r\n[ab]\r\n$`), "the other job, reserved next");
+    assert.equal(await worker.cmd(`delete ${other}`), "DELETED\r\n");
   });
 });
