@@ -43,9 +43,13 @@ export async function onlyTube(w: Wire, prefix: string): Promise<string> {
 
 /** put and return the new job id (asserting INSERTED). */
 export async function putId(w: Wire, body: string, pri = 0, delay = 0, ttr = 60): Promise<number> {
-  const r = await w.put(body, pri, delay, ttr);
-  const m = /^INSERTED (\d+)\r\n$/.exec(r);
-  assert.ok(m, `put ${pri} ${delay} ${ttr}: expected INSERTED <id>, got ${JSON.stringify(r)}`);
+  return insertedId(await w.put(body, pri, delay, ttr), `put ${pri} ${delay} ${ttr}`);
+}
+
+/** The job id of a put's reply, asserting it is `INSERTED <id>`. */
+export function insertedId(reply: string, what = "put"): number {
+  const m = /^INSERTED (\d+)\r\n$/.exec(reply);
+  assert.ok(m, `${what}: expected INSERTED <id>, got ${JSON.stringify(reply)}`);
   return Number(m[1]);
 }
 

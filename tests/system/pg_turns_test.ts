@@ -17,7 +17,7 @@ import { bunServer, denoServer, freePort, type Running } from "../harness/target
 import { acquirePostgres, type Postgres, skipWithoutPostgres, uniqueSchema } from "../harness/postgres.ts";
 import { dial, type Wire } from "../harness/wire.ts";
 import { Scrape } from "../harness/prometheus.ts";
-import { putId, sleep } from "../harness/wire_checks.ts";
+import { insertedId, putId, sleep } from "../harness/wire_checks.ts";
 
 const target = RUNTIME === "bun" ? bunServer : denoServer;
 
@@ -195,9 +195,8 @@ describe(`${target.name} --pg: what a turn carries`, { skip: skipWithoutPostgres
     } finally {
       await sql.end({ timeout: 1 });
     }
-    const id = async (w: Wire) => Number(/^INSERTED (\d+)\r\n$/.exec(await w.reply(5000))?.[1]);
-    const [id0, idA, idB] = [await id(p0), await id(p1), await id(p2)];
-    assert.ok(id0 > 0 && idA > 0 && idB > 0, `the puts answered INSERTED (${id0}, ${idA}, ${idB})`);
+    insertedId(await p0.reply(5000), "the put held in flight");
+    const [idA, idB] = [insertedId(await p1.reply(5000), "put to t-a"), insertedId(await p2.reply(5000), "put to t-b")];
     const got = await worker.reply(5000);
     const m = /^RESERVED (\d+) 1\r\n([ab])\r\n$/.exec(got);
     assert.ok(m, `the worker was handed a job: ${JSON.stringify(got)}`);
