@@ -241,6 +241,9 @@ describe("nodes over PostgreSQL when the database goes away", { skip: skipWithou
       `a producer was not served again within 15 s: ${load.failed.join(" ")}\n${a.output()}\n${b.output()}`,
     );
     const servedMs = Math.max(...firstAfter.map((t) => t! - promoting));
+    // what the nodes answer for starts once the standby is a primary: how long pg_ctl
+    // promote itself took is the database's, reported but not bounded
+    const afterPromoted = Math.max(0, ...firstAfter.map((t) => t! - promoted));
     const there = idsIn(standby, schema);
     const lost = load.acked.filter((id) => !there.has(id));
     assert.deepEqual(lost, [], `${lost.length} of ${load.acked.length} acknowledged jobs missing on the new primary`);
@@ -259,7 +262,12 @@ describe("nodes over PostgreSQL when the database goes away", { skip: skipWithou
         `pg_ctl promote began; ${load.acked.length} puts acknowledged, all on the new primary; ` +
         `${load.failed.length} INTERNAL_ERROR (COMMIT cut by the kill)`,
     );
-    assert.ok(servedMs < 5000, `served again ${servedMs} ms after pg_ctl promote began`);
+    const outages = [a, b].map((n) => n.output().split("\n").filter((l) => l.includes("pg: database")).join("\n"));
+    assert.ok(
+      afterPromoted < 5000,
+      `served again ${afterPromoted.toFixed(0)} ms after pg_ctl promote returned (it took ` +
+        `${(promoted - promoting).toFixed(0)} ms):\n${outages.join("\n")}`,
+    );
   });
 
   test("a database that answers read-only (25006, as a standby does) is away: puts wait, then go on when it takes writes", async () => {
