@@ -7,6 +7,7 @@ import { userInfo } from "node:os";
 import { DatabaseAway, type ListenEvents, readOnly, type Row, type Sql, type SqlClient } from "../core/pg/sql.ts";
 import { driverOptions, passwordFromFile, urlHasPassword } from "./pg_options.ts";
 import { loadTlsRoots } from "./tls_roots.ts";
+import { type Call, TurnConnection } from "./pg_batch.ts";
 
 /** Connections per node: one for its turn in flight, the others for reads and id blocks beside it. (LISTEN has its own.) */
 const POOL = 4;
@@ -88,7 +89,13 @@ export function pgClient(url: string | undefined, warn: (line: string) => void =
     // statement uses its index (the counts of stats read as fast through them). The job
     // states are constants in every statement, so the partial indexes stay usable.
     // JIT compiling pays only for long queries, never for a turn's.
-    connection: { plan_cache_mode: "force_generic_plan", enable_seqscan: "off", jit: "off" },
+    // The turns' literals (pg_batch.ts) are written for standard_conforming_strings.
+    connection: {
+      plan_cache_mode: "force_generic_plan",
+      enable_seqscan: "off",
+      jit: "off",
+      standard_conforming_strings: "on",
+    },
     ...(d.ssl === undefined ? {} : { ssl: d.ssl as boolean | object }),
     ...((d.url && urlHasPassword(d.url)) || process.env.PGPASSWORD ? {} : { pass: fromFile }),
   };
@@ -112,6 +119,7 @@ export function pgClient(url: string | undefined, warn: (line: string) => void =
     resetAt = performance.now();
     const old = sql;
     sql = open();
+    for (const k of kept.splice(0)) k.r.end();
     const ending: Promise<void> = old.end({ timeout: 5 }).catch(() => {}).then(() => {
       retiring.delete(ending);
     });
@@ -122,6 +130,8 @@ export function pgClient(url: string | undefined, warn: (line: string) => void =
     throw e;
   };
   const listener = new Listener(open);
+  /** Connections kept for turns (pg_batch.ts), idle now; those of an older pool are let go. */
+  const kept: Kept[] = [];
   let ended = false;
   // For the metrics: connections reserved by transactions, statements in flight on the
   // rest of the pool (the driver spreads them over its free connections).
@@ -133,12 +143,13 @@ export function pgClient(url: string | undefined, warn: (line: string) => void =
     },
     transaction: <T>(body: (tx: Sql) => Promise<T>, signal?: AbortSignal) =>
       transaction(sql, body, busy, signal).catch(failed),
-    single: (text, params, signal) => single(sql, text, params, busy, signal).catch(failed),
+    batch: (calls, signal) => batch(() => sql, kept, calls, busy, signal).catch(failed),
     pool: () => ({ inUse: busy.reserved + Math.min(busy.statements, POOL - busy.reserved), size: POOL }),
     listen: (channel, onNotify, events) => listener.listen(channel, onNotify, events),
     close: async () => {
       if (ended) return;
       ended = true;
+      for (const k of kept.splice(0)) k.r.end();
       await Promise.all([sql.end({ timeout: 5 }), listener.close(), ...retiring]);
     },
   };
@@ -316,30 +327,59 @@ function transaction<T>(
   });
 }
 
+/** A connection kept for turns: the pool it is from, how it is heard of, what is prepared on it. */
+interface Kept {
+  pool: Driver;
+  r: Reserved;
+  c: TurnConnection;
+}
+
 /**
- * One statement as its own transaction (the implicit one of a statement sent alone), on
- * a reserved connection as transaction() uses: so nothing is sent once `signal` is
- * aborted, and a connection lost under it is not put back. Its rows come at
- * ReadyForQuery, after the COMMIT. Once sent, a failure other than the server's ERROR may
- * have come after the COMMIT: DatabaseAway with maybeCommitted.
+ * A pipelined turn's statements as one implicit transaction (pg_batch.ts), on a connection
+ * kept for turns (one of `kept`, else one reserved now). Once `signal` is aborted it is
+ * not sent. A failure after it was sent, other than the database's ERROR (which rolled
+ * it all back), is DatabaseAway with `maybeCommitted`.
  */
-function single(
-  sql: Driver,
-  text: string,
-  params: readonly unknown[],
+async function batch(
+  pool: () => Driver,
+  kept: Kept[],
+  calls: readonly Call[],
   busy: { reserved: number },
-  signal?: AbortSignal,
-): Promise<Row[]> {
-  return reserved(sql, busy, signal, async (r) => {
-    let sent = false;
-    const onexecute = (c: { onclose?: ((e: unknown) => void) | null }) => (sent = true, r.onexecute(c));
-    const options = { prepare: true, onexecute } as postgres.UnsafeQueryOptions;
+  signal: AbortSignal | undefined,
+): Promise<Row[][]> {
+  const sql = pool();
+  let k = kept.pop();
+  // one that closed while idle is let go
+  while (k !== undefined && k.r.lost !== undefined) {
+    k.r.end();
+    k = kept.pop();
+  }
+  if (k === undefined) {
+    let tx;
     try {
-      return await r.tx.unsafe(text, params as Params, options) as unknown as Row[];
+      tx = await sql.reserve();
     } catch (e) {
-      throw r.failed(e, sent);
+      throw translate(e, false);
     }
-  });
+    k = { pool: sql, r: new Reserved(tx), c: new TurnConnection(tx) };
+  }
+  busy.reserved++;
+  let sent = false;
+  try {
+    if (signal?.aborted) throw new DatabaseAway("gave up waiting for a connection");
+    const r = k.r;
+    return await k.c.run(calls, (c) => {
+      r.onexecute(c as never);
+      return (sent = true);
+    });
+  } catch (e) {
+    throw k.r.failed(e, sent);
+  } finally {
+    busy.reserved--;
+    // kept unless lost, or of a pool dropped meanwhile (reset() let the idle ones go)
+    if (k.r.lost === undefined && k.pool === pool()) kept.push(k);
+    else k.r.end();
+  }
 }
 
 /**

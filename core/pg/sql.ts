@@ -24,12 +24,13 @@ export interface SqlClient extends Sql {
    */
   transaction<T>(body: (tx: Sql) => Promise<T>, signal?: AbortSignal): Promise<T>;
   /**
-   * Run one statement as a transaction of its own, on a connection of its own: its rows
-   * once it committed. Once `signal` is aborted it is not sent. A failure after it was
-   * sent, other than the database's ERROR (which rolled it back), is DatabaseAway with
-   * `maybeCommitted`. (Optional: without it, the engine runs every turn as a transaction.)
+   * Run the statements as one transaction of their own, sent together: each one's rows
+   * once it committed. Once `signal` is aborted nothing is sent. A failure after they
+   * were sent, other than the database's ERROR (which rolled them all back), is
+   * DatabaseAway with `maybeCommitted`. (Optional: without it, the engine runs every turn
+   * as a transaction.)
    */
-  single?(text: string, params: readonly unknown[], signal?: AbortSignal): Promise<Row[]>;
+  batch?(calls: readonly { text: string; params: readonly unknown[] }[], signal?: AbortSignal): Promise<Row[][]>;
   /**
    * Call `onNotify` with the payload of every NOTIFY on `channel`, on a connection of its
    * own that is established again whenever it is lost. Resolves when LISTEN first holds.

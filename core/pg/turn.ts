@@ -10,8 +10,9 @@
 // again (nothing was answered yet). So does a database that is away (down, restarting,
 // failing over, a read-only standby): the same turn is run again until `waitMs` after
 // its first command came, then its commands are answered with the error (INTERNAL_ERROR).
-// A turn whose COMMIT was sent but not answered may have committed: it is neither run
-// again (a delete or a kick would not do the same twice) nor acknowledged.
+// A turn whose COMMIT was sent but not answered (or, sent as one message, whose message
+// was) may have committed: it is neither run again (a delete or a kick would not do the
+// same twice) nor acknowledged.
 import type { Clock, Turns } from "../clock.ts";
 import type { TurnMetrics } from "./metrics.ts";
 import { away, DatabaseAway, maybeCommitted, retryable, type Sql, type SqlClient } from "./sql.ts";
@@ -318,10 +319,11 @@ export class TurnRunner {
     let runFailed: unknown, endFailed: unknown;
     try {
       const stop = new AbortController();
-      // One round trip when the plan is pipelined: the commands' statements, the end's
-      // behind them (they see what the commands did; they know of it only what the ops
-      // said before their rows came), and COMMIT, all pipelined; the rows are read
-      // after COMMIT. Otherwise two: the commands' rows, then the end and COMMIT.
+      // One round trip when the plan is pipelined: the commands' statements and the
+      // end's behind them (they see what the commands did; they know of it only what the
+      // ops said before their rows came), sent together (pipelined.ts); the rows are
+      // read once it all committed. Otherwise two: the commands' rows, then the end and
+      // COMMIT.
       const body = (tx: Sql) => {
         const start = m?.begin() ?? 0, turn = new TurnState();
         const running = done.running = all(plan.ops.map((op) => op.run(tx, turn)));

@@ -1,8 +1,9 @@
-// A turn of puts alone on a node alone is ONE statement, sent as a transaction of its own
-// (no BEGIN, no COMMIT: core/pg/turn.ts). Beside another node the same turn has two
-// statements (the put and its NOTIFY), so it is a transaction, and the other node's
-// waiting worker is woken by it. Seen from the database's statement log (log_statement =
-// all, each line prefixed with its backend's pid), on the runtime running the test.
+// A pipelined turn is one message to the database, its statements one implicit
+// transaction (no BEGIN, no COMMIT: core/pg/pipelined.ts, adapters/pg_batch.ts). A turn
+// of puts alone on a node alone is the put alone; beside another node the same turn
+// carries the put's NOTIFY too, and the other node's waiting worker is woken by it. Seen
+// from the database's statement log (log_statement = all, each line prefixed with its
+// backend's pid), on the runtime running the test.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { RUNTIME } from "../harness/paths.ts";
@@ -18,30 +19,28 @@ import { putId, sleep } from "../harness/wire_checks.ts";
 
 const target = RUNTIME === "bun" ? bunServer : denoServer;
 
-/** The log's statements from `from` on, each as [backend pid, statement text]. */
-function statements(log: string, from: number): [string, string][] {
-  const out: [string, string][] = [];
+/** The simple-protocol statements in the log from `from` on (a turn's Query is one). */
+function statements(log: string, from: number): string[] {
+  const out: string[] = [];
   for (const entry of log.slice(from).split(/\n(?=\d+:)/)) {
-    const m = /^(\d+):\s*LOG:\s+(?:statement|execute [^:]*):\s*([\s\S]*)$/.exec(entry);
-    if (m) out.push([m[1]!, m[2]!.trim()]);
+    const m = /^\d+:\s*LOG:\s+statement:\s*([\s\S]*)$/.exec(entry);
+    if (m) out.push(m[1]!.trim());
   }
   return out;
 }
 
-/** The put statements in `log` after `from`, and whether each came right after a BEGIN of the same backend. */
-function puts(log: string, from: number, schema: string): { text: string; inBegin: boolean }[] {
-  const last = new Map<string, string>();
-  const found: { text: string; inBegin: boolean }[] = [];
-  for (const [pid, text] of statements(log, from)) {
-    if (text.includes(`insert into ${schema}.jobs`)) {
-      found.push({ text, inBegin: /^begin\b/i.test(last.get(pid) ?? "") });
-    }
-    last.set(pid, text);
-  }
-  return found;
+/** The log's statements after `from` that carry the put of `body` (its bytes are in the Query, in hex). */
+function putOf(log: string, from: number, body: string): string[] {
+  const hex = Buffer.from(body).toString("hex");
+  return statements(log, from).filter((t) => t.includes(hex));
 }
 
-describe(`${target.name} --pg: a turn of one statement is its own transaction`, { skip: skipWithoutPostgres }, () => {
+/** How many EXECUTEs a Query holds. */
+function executes(text: string): number {
+  return text.match(/(^|;)execute "/g)?.length ?? 0;
+}
+
+describe(`${target.name} --pg: a turn is one message, its own transaction`, { skip: skipWithoutPostgres }, () => {
   let pg: ControlledPostgres | undefined;
   const nodes: Running[] = [];
   const open: Wire[] = [];
@@ -60,17 +59,21 @@ describe(`${target.name} --pg: a turn of one statement is its own transaction`, 
     return w;
   }
 
-  it("puts alone on a node alone: no BEGIN; beside another node: BEGIN, the put, its NOTIFY", async () => {
+  it("puts alone on a node alone: the put alone; beside another node: the put and its NOTIFY; never a BEGIN", async () => {
     const schema = uniqueSchema("single");
+    const channel = `'tubeway.${schema}'`;
     const a = await target.start(["--pg", pg!.url, "--pg-schema", schema]);
     nodes.push(a);
     const producer = await wire(a);
     let from = pg!.log().length;
-    for (let i = 0; i < 10; i++) await putId(producer, `alone ${i}`);
-    const alone = puts(pg!.log(), from, schema);
-    assert.equal(alone.length, 10, `the log shows the ten puts:\n${pg!.log().slice(from, from + 3000)}`);
-    assert.equal(alone.filter((p) => p.inBegin).length, 0, "no put of a node alone came after a BEGIN");
-    assert.ok(alone.every((p) => !p.text.includes("pg_notify")), "a node alone notifies no one");
+    for (let i = 0; i < 10; i++) {
+      await putId(producer, `alone ${i}`);
+      const sent = putOf(pg!.log(), from, `alone ${i}`);
+      assert.equal(sent.length, 1, `put ${i} is one statement in the log:\n${pg!.log().slice(from, from + 3000)}`);
+      assert.equal(executes(sent[0]!), 1, `a node alone sends the put alone: ${sent[0]}`);
+      assert.ok(!sent[0]!.includes(channel), "a node alone notifies no one");
+    }
+    assert.ok(!statements(pg!.log(), from).some((t) => /^(begin|commit)\b/i.test(t)), "no BEGIN or COMMIT");
 
     const b = await target.start(["--pg", pg!.url, "--pg-schema", schema]);
     nodes.push(b);
@@ -90,17 +93,20 @@ describe(`${target.name} --pg: a turn of one statement is its own transaction`, 
       await sleep(20); // the worker waits on b before the put on a
       const id = await putId(producer, `w${i}`);
       assert.match(await worker.reply(6000), new RegExp(`^RESERVED ${id} `), `round ${i}: b's worker woken`);
+      const sent = putOf(pg!.log(), from, `w${i}`);
+      assert.equal(sent.length, 1);
+      assert.ok(
+        executes(sent[0]!) >= 2 && sent[0]!.includes(channel),
+        `the put and its NOTIFY in one Query: ${sent[0]}`,
+      );
     }
-    const beside = puts(pg!.log(), from, schema);
-    assert.equal(beside.length, 10);
-    assert.equal(beside.filter((p) => p.inBegin).length, 10, "beside another node, each put came after a BEGIN");
+    assert.ok(!statements(pg!.log(), from).some((t) => /^(begin|commit)\b/i.test(t)), "no BEGIN or COMMIT");
 
-    /** Whether a's next put goes in a transaction with a NOTIFY. */
+    /** Whether a's next put goes with a NOTIFY. */
     async function notifying(): Promise<boolean> {
       const at = pg!.log().length;
       await putId(producer, "probe");
-      const after = statements(pg!.log(), at).map(([, text]) => text);
-      return after.some((t) => t.startsWith("select pg_notify"));
+      return putOf(pg!.log(), at, "probe").some((t) => t.includes(channel));
     }
   });
 });

@@ -1,8 +1,8 @@
-// How the TurnRunner (core/pg/turn.ts, core/pg/pipelined.ts) sends a turn: a pipelined turn of one statement
-// as a transaction of its own (SqlClient.single), any other in BEGIN ... COMMIT with its
-// statements in the order issued; and what it does when the single statement fails: run
-// again when it was not sent or rolled back (a deadlock), answer the error when it may
-// have committed. The database is a stand-in that logs what it is sent.
+// How the TurnRunner (core/pg/turn.ts, core/pg/pipelined.ts) sends a turn: a pipelined turn
+// as statements sent together, a transaction of their own (SqlClient.batch), in the
+// order issued; any other in BEGIN ... COMMIT; and what it does when the batch fails: run
+// it again when it was not sent or rolled back (a deadlock), answer the error when it
+// may have committed. The database is a stand-in that logs what it is sent.
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { systemClock, type Turns } from "../../../core/clock.ts";
@@ -11,8 +11,8 @@ import { type Health, type Op, type Plan, TurnRunner } from "../../../core/pg/tu
 
 const turns: Turns = { afterIO: (f) => queueMicrotask(f), afterTurn: (f) => queueMicrotask(f) };
 
-/** A stand-in database: logs what it is sent; `singleFailures` are thrown by the next single statements. */
-function database(log: string[], singleFailures: unknown[] = [], single = true): SqlClient {
+/** A stand-in database: logs what it is sent; `batchFailures` are thrown by the next batches. */
+function database(log: string[], batchFailures: unknown[] = [], batches = true): SqlClient {
   const rows = (text: string): Row[] => [{ text }];
   const tx: Sql = {
     query: (text) => {
@@ -29,12 +29,13 @@ function database(log: string[], singleFailures: unknown[] = [], single = true):
       log.push("commit");
       return result;
     },
-    ...(single
+    ...(batches
       ? {
-        single: (text: string) => {
-          const failure = singleFailures.shift();
-          log.push(failure ? `single ${text} (failed)` : `single ${text}`);
-          return failure ? Promise.reject(failure) : Promise.resolve(rows(text));
+        batch: (calls: readonly { text: string }[]) => {
+          const failure = batchFailures.shift();
+          const texts = calls.map((c) => c.text).join(";");
+          log.push(failure ? `batch ${texts} (failed)` : `batch ${texts}`);
+          return failure ? Promise.reject(failure) : Promise.resolve(calls.map((c) => rows(c.text)));
         },
       }
       : {}),
@@ -97,17 +98,14 @@ async function runOnce(sql: SqlClient, p: Plan, waitMs?: number): Promise<void> 
 }
 
 describe("TurnRunner: how a turn is sent", () => {
-  it("a pipelined turn of one statement is a transaction of its own: no BEGIN, no COMMIT", async () => {
+  it("a pipelined turn is its statements sent together, no BEGIN, no COMMIT, in the order issued", async () => {
     const log: string[] = [], settled: string[] = [];
     await runOnce(database(log), plan([op(["put"], settled)], settled));
-    assert.deepEqual(log, ["single put"]);
+    assert.deepEqual(log, ["batch put"]);
     assert.deepEqual(settled, ["ok put", "end"]);
-  });
-
-  it("a pipelined turn of more statements is one transaction, in the order issued", async () => {
-    const log: string[] = [], settled: string[] = [];
+    log.length = settled.length = 0;
     await runOnce(database(log), plan([op(["sweep"], settled), op(["put", "delete"], settled)], settled, ["claims"]));
-    assert.deepEqual(log, ["begin", "sweep", "put", "delete", "claims", "commit"]);
+    assert.deepEqual(log, ["batch sweep;put;delete;claims"]);
     assert.deepEqual(settled, ["ok sweep", "ok put,delete", "end"]);
   });
 
@@ -118,25 +116,28 @@ describe("TurnRunner: how a turn is sent", () => {
     assert.deepEqual(settled, ["ok release,read", "end"]);
   });
 
-  it("without single statements in the client, every turn is a transaction", async () => {
+  it("without batches in the client, every turn is a transaction", async () => {
     const log: string[] = [], settled: string[] = [];
     await runOnce(database(log, [], false), plan([op(["put"], settled)], settled));
     assert.deepEqual(log, ["begin", "put", "commit"]);
+    log.length = 0;
+    await runOnce(database(log, [], false), plan([op(["sweep"], settled), op(["put"], settled)], settled, ["claims"]));
+    assert.deepEqual(log, ["begin", "sweep", "put", "claims", "commit"]);
   });
 
-  it("runs a single statement again when it was not sent, or rolled back (a deadlock)", async () => {
+  it("runs a batch again when it was not sent, or rolled back (a deadlock)", async () => {
     const log: string[] = [], settled: string[] = [];
     const notSent = new DatabaseAway("connection refused", false);
     await runOnce(database(log, [notSent, { code: "40P01" }]), plan([op(["put"], settled)], settled), 5000);
-    assert.deepEqual(log, ["single put (failed)", "single put (failed)", "single put"]);
+    assert.deepEqual(log, ["batch put (failed)", "batch put (failed)", "batch put"]);
     assert.deepEqual(settled, ["ok put", "end"], "answered once, after it committed");
   });
 
-  it("answers the error, and does not run it again, when a single statement may have committed", async () => {
+  it("answers the error, and does not run it again, when a batch may have committed", async () => {
     const log: string[] = [], settled: string[] = [];
     const lost = new DatabaseAway("connection lost after the statement was sent", true);
     await runOnce(database(log, [lost]), plan([op(["put"], settled)], settled), 5000);
-    assert.deepEqual(log, ["single put (failed)"]);
+    assert.deepEqual(log, ["batch put (failed)"]);
     assert.deepEqual(settled, ["failed: connection lost after the statement was sent", "plan failed"]);
   });
 });
