@@ -100,12 +100,22 @@ describe("pg_client batch(): statements sent together, their own transaction", {
     assert.notEqual(again[0]![0]!.pid, pid);
   });
 
-  it("its connection ended under it: DatabaseAway that may have committed (not run again)", async () => {
+  it("its connection ended under one statement: DatabaseAway that may have committed (not run again)", async () => {
     await assert.rejects(
       sql!.batch!([{ text: "select pg_terminate_backend(pg_backend_pid())", params: [] }]),
       (e: unknown) => e instanceof DatabaseAway && maybeCommitted(e),
     );
     assert.deepEqual((await sql!.batch!([{ text: "select 1::float8 as one", params: [] }]))[0]!.map((r) => r.one), [1]);
+  });
+
+  it("their connection ended under several statements: DatabaseAway that may have committed (not run again)", async () => {
+    await assert.rejects(
+      sql!.batch!([
+        { text: `insert into ${schema}.t values ($1::int8)`, params: [20] },
+        { text: "select pg_terminate_backend(pg_backend_pid())", params: [] },
+      ]),
+      (e: unknown) => e instanceof DatabaseAway && maybeCommitted(e),
+    );
   });
 
   it("no database to send them to: DatabaseAway that did not commit (run again while it is away)", async () => {
