@@ -8,16 +8,10 @@
 // A statement is prepared on a connection the first time a turn on it uses its text, so
 // the connections turns run on are kept apart from the pool (reserved, and known by
 // what was prepared on them) while they stay open.
-import postgres from "postgres";
-import type { Row } from "../core/pg/sql.ts";
+import type postgres from "postgres";
+import type { Row, Statement } from "../core/pg/sql.ts";
 
 type ReservedSql = postgres.ReservedSql<Record<string, never>>;
-
-/** A statement of a turn: its text with $1.. parameters, and their values. */
-export interface Call {
-  text: string;
-  params: readonly unknown[];
-}
 
 /**
  * A value as a literal of the simple protocol, typed by the prepared statement's
@@ -75,9 +69,9 @@ export class TurnConnection {
    * describe(): a round trip, once per text and connection, that names the statement on
    * the server and says whether it returns rows); then the Query of EXECUTEs.
    */
-  async run(calls: readonly Call[], onexecute: (c: unknown) => boolean): Promise<Row[][]> {
-    const missing = [...new Set(calls.map((c) => c.text))].filter((t) => !this.#prepared.has(t));
-    if (missing.length > 0) {
+  async run(calls: readonly Statement[], onexecute: (c: unknown) => boolean): Promise<Row[][]> {
+    if (calls.some((c) => !this.#prepared.has(c.text))) {
+      const missing = [...new Set(calls.map((c) => c.text))].filter((t) => !this.#prepared.has(t));
       const described = await Promise.all(missing.map((t) => this.tx.unsafe(t).describe()));
       missing.forEach((t, i) => {
         const d = described[i]!;
@@ -98,11 +92,11 @@ export class TurnConnection {
 /**
  * Each statement's rows, from what postgres.js made of a Query's answers: it begins a new
  * result at a row description that follows a statement's end, so a statement without
- * rows shares its result with the next; one result alone is not wrapped in a list.
+ * rows shares its result with the next; one result alone is not wrapped in a list (a row
+ * is an object, a result an array).
  */
 function split(res: Row[] | Row[][], ps: readonly Prepared[]): Row[][] {
-  const pushes = ps.filter((p, i) => p.rows && i > 0).length;
-  const results = (pushes > 0 ? res : [res]) as Row[][];
+  const results = (Array.isArray(res[0]) ? res : [res]) as Row[][];
   const out: Row[][] = [];
   let at = 0, ended = false;
   for (const p of ps) {

@@ -4,10 +4,18 @@
 // sslmode asks.
 import postgres from "postgres";
 import { userInfo } from "node:os";
-import { DatabaseAway, type ListenEvents, readOnly, type Row, type Sql, type SqlClient } from "../core/pg/sql.ts";
+import {
+  DatabaseAway,
+  type ListenEvents,
+  readOnly,
+  type Row,
+  type Sql,
+  type SqlClient,
+  type Statement,
+} from "../core/pg/sql.ts";
 import { driverOptions, passwordFromFile, urlHasPassword } from "./pg_options.ts";
 import { loadTlsRoots } from "./tls_roots.ts";
-import { type Call, TurnConnection } from "./pg_batch.ts";
+import { TurnConnection } from "./pg_batch.ts";
 
 /** Connections per node: one for its turn in flight, the others for reads and id blocks beside it. (LISTEN has its own.) */
 const POOL = 4;
@@ -343,7 +351,7 @@ interface Kept {
 async function batch(
   pool: () => Driver,
   kept: Kept[],
-  calls: readonly Call[],
+  calls: readonly Statement[],
   busy: { reserved: number },
   signal: AbortSignal | undefined,
 ): Promise<Row[][]> {
@@ -355,30 +363,45 @@ async function batch(
     k = kept.pop();
   }
   if (k === undefined) {
-    let tx;
-    try {
-      tx = await sql.reserve();
-    } catch (e) {
-      throw translate(e, false);
-    }
-    k = { pool: sql, r: new Reserved(tx), c: new TurnConnection(tx) };
+    const r = await reserve(sql);
+    k = { pool: sql, r, c: new TurnConnection(r.tx) };
   }
+  const { r, c } = k;
+  // kept unless lost, or of a pool dropped meanwhile (reset() let the idle ones go)
+  const done = () => r.lost === undefined && k.pool === pool() ? kept.push(k) : r.end();
+  return busyWith(busy, signal, done, async () => {
+    let sent = false;
+    try {
+      return await c.run(calls, (conn) => (r.onexecute(conn as never), sent = true));
+    } catch (e) {
+      throw r.failed(e, sent);
+    }
+  });
+}
+
+/** A connection reserved from the pool (a failure to get one as the engine reads it). */
+async function reserve(sql: Driver): Promise<Reserved> {
+  try {
+    return new Reserved(await sql.reserve());
+  } catch (e) {
+    throw translate(e, false);
+  }
+}
+
+/** `use` (counted busy meanwhile), unless `signal` was aborted while it waited for a connection; then `done`. */
+async function busyWith<T>(
+  busy: { reserved: number },
+  signal: AbortSignal | undefined,
+  done: () => unknown,
+  use: () => Promise<T>,
+): Promise<T> {
   busy.reserved++;
-  let sent = false;
   try {
     if (signal?.aborted) throw new DatabaseAway("gave up waiting for a connection");
-    const r = k.r;
-    return await k.c.run(calls, (c) => {
-      r.onexecute(c as never);
-      return (sent = true);
-    });
-  } catch (e) {
-    throw k.r.failed(e, sent);
+    return await use();
   } finally {
     busy.reserved--;
-    // kept unless lost, or of a pool dropped meanwhile (reset() let the idle ones go)
-    if (k.r.lost === undefined && k.pool === pool()) kept.push(k);
-    else k.r.end();
+    done();
   }
 }
 
@@ -392,20 +415,8 @@ async function reserved<T>(
   signal: AbortSignal | undefined,
   use: (r: Reserved) => Promise<T>,
 ): Promise<T> {
-  let r: Reserved;
-  try {
-    r = new Reserved(await sql.reserve());
-  } catch (e) {
-    throw translate(e, false);
-  }
-  busy.reserved++;
-  try {
-    if (signal?.aborted) throw new DatabaseAway("gave up waiting for a connection");
-    return await use(r);
-  } finally {
-    busy.reserved--;
-    r.end();
-  }
+  const r = await reserve(sql);
+  return busyWith(busy, signal, () => r.end(), () => use(r));
 }
 
 /**

@@ -2,12 +2,10 @@
 // is sent: its statements are recorded first, then sent together as one transaction of
 // their own (SqlClient.batch: no BEGIN and COMMIT to send, one message each way), in the
 // order recorded. A client without batch() runs every turn as a transaction.
-import type { Row, Sql, SqlClient } from "./sql.ts";
+import type { Row, Sql, SqlClient, Statement } from "./sql.ts";
 
 /** A statement as issued, and where its rows go. */
-interface Recorded {
-  text: string;
-  params: readonly unknown[];
+interface Recorded extends Statement {
   resolve(rows: Row[]): void;
   reject(e: unknown): void;
 }

@@ -6,6 +6,12 @@
 /** A result row, column name -> value as the driver decodes it (int8 may come as a string). */
 export type Row = Record<string, unknown>;
 
+/** A statement to run: its text with $1.. parameters (casts in the text say their types), and their values. */
+export interface Statement {
+  text: string;
+  params: readonly unknown[];
+}
+
 /** Something statements run on: the pool, or one transaction. */
 export interface Sql {
   /**
@@ -30,7 +36,7 @@ export interface SqlClient extends Sql {
    * DatabaseAway with `maybeCommitted`. (Optional: without it, the engine runs every turn
    * as a transaction.)
    */
-  batch?(calls: readonly { text: string; params: readonly unknown[] }[], signal?: AbortSignal): Promise<Row[][]>;
+  batch?(calls: readonly Statement[], signal?: AbortSignal): Promise<Row[][]>;
   /**
    * Call `onNotify` with the payload of every NOTIFY on `channel`, on a connection of its
    * own that is established again whenever it is lost. Resolves when LISTEN first holds.
