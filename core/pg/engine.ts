@@ -34,9 +34,9 @@ import type {
 } from "../engine.ts";
 import { away, type SqlClient } from "./sql.ts";
 import { migrate } from "./schema.ts";
-import { IdBlocks } from "./ids.ts";
+import { IdBlocks, NO_ID_YET } from "./ids.ts";
 import { dueMsOf, type Statements, statements } from "./statements.ts";
-import { TurnRunner } from "./turn.ts";
+import { TurnRunner, untilBack } from "./turn.ts";
 import { TurnMetrics } from "./metrics.ts";
 import type { PgClient } from "./client.ts";
 import { Serving } from "./serving.ts";
@@ -139,13 +139,15 @@ export class PgEngine implements Engine<PgClient> {
     this.#sql = sql;
     const error = this.#error = opts.error ?? ((l) => console.error(l));
     const kick = () => this.#runner.kick();
-    this.#ids = new IdBlocks(firstId, () => sql.query(q.idBlock).then(([row]) => Number(row!.id)), (e) => {
-      // a database away is logged once, when it goes (outage.ts)
-      if (!away(e)) error(`pg: could not take a block of job ids: ${message(e)}`);
-    });
     const metrics = this.#turnMetrics = new TurnMetrics(() => clock.now());
     const [waitMs, target, log] = [opts.waitMs ?? DEFAULT_WAIT_MS, opts.target ?? "the database", opts.log];
     const outage = this.#outage = new Outage(clock, waitMs, target, error, log ?? ((l) => console.log(l)));
+    // a block is asked for again while the database is away, up to --pg-wait, as a read is
+    const fetchBlock = () => untilBack(outage.waiting, () => sql.query(q.idBlock)).then(([row]) => Number(row!.id));
+    this.#ids = new IdBlocks(firstId, fetchBlock, (e) => {
+      // a database away is logged once, when it goes (outage.ts)
+      if (!away(e)) error(`pg: could not take a block of job ids: ${message(e)}`);
+    });
     this.#runner = new TurnRunner(
       sql,
       opts.turns,
@@ -189,7 +191,12 @@ export class PgEngine implements Engine<PgClient> {
       clock,
       op: (run) => intake.op(run),
       read: (run) => run(sql),
-      takeId: () => this.#ids.take(),
+      // a schedule's run takes its id inside a turn, where it cannot wait: with none left it fails
+      takeId: () => {
+        const id = this.#ids.take();
+        if (id === undefined) throw new Error("no job ids: the next block has not come yet");
+        return id;
+      },
       draining: () => this.#draining,
       error,
       serve: (tubes) => serving.heard(tubes),
@@ -222,13 +229,15 @@ export class PgEngine implements Engine<PgClient> {
 
   // ---- commands: ops of the next turn (intake.ts) ----------------------------------
 
-  /** From this node's block of ids (ids.ts). */
+  /** From this node's block of ids (ids.ts); NO_ID_YET while none is left (the put then waits for one). */
   takeId(): number {
-    return this.#ids.take();
+    return this.#ids.take() ?? NO_ID_YET;
   }
 
   put(c: PgClient, job: NewJob): Promise<PutResult> {
-    return this.#draining ? Promise.resolve("DRAINING") : this.#intake.put(c, job);
+    if (this.#draining) return Promise.resolve("DRAINING");
+    if (job.id === NO_ID_YET) return this.#ids.next().then((id) => this.put(c, { ...job, id }));
+    return this.#intake.put(c, job);
   }
   reserve(c: PgClient, timeoutMs: number): Promise<JobOut | WaitEnd | null> {
     return this.#intake.reserve(c, timeoutMs);
@@ -344,10 +353,12 @@ export class PgEngine implements Engine<PgClient> {
   }
   putAt(c: PgClient, job: NewJobAt): Promise<PutResult> {
     if (this.#draining) return Promise.resolve("DRAINING");
+    if (job.id === NO_ID_YET) return this.#ids.next().then((id) => this.putAt(c, { ...job, id }));
     return this.#ext.putAt(c.use.name, job);
   }
   putUnique(c: PgClient, job: UniqueJob): Promise<PutResult | Exists> {
     if (this.#draining) return Promise.resolve("DRAINING");
+    if (job.id === NO_ID_YET) return this.#ids.next().then((id) => this.putUnique(c, { ...job, id }));
     return this.#ext.putUnique(c.use.name, job);
   }
   setDlq(tube: string, maxAttempts: number, deadTube: string): Promise<"OK" | "INTERNAL_ERROR"> {
