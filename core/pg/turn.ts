@@ -309,7 +309,8 @@ export class TurnRunner {
    * One attempt of the plan's transaction, begun at `started`. Throws the cause when it
    * did not commit: a failed statement makes COMMIT answer ROLLBACK (and the statements
    * after it fail as "aborted"), so the first failed statement is the cause (its answer
-   * came before COMMIT's; a statement never answered is not waited for).
+   * came before COMMIT's; a statement never answered is not waited for); or, when it may
+   * have committed, the failure that says so.
    */
   async #attempt(plan: Plan, started: number, deadline: number, last: unknown): Promise<Attempt> {
     const w = this.#waiting;
@@ -355,6 +356,11 @@ export class TurnRunner {
         )
         : tx);
     } catch (caught) {
+      // A statement the database refused aborted the transaction: that is the cause. One
+      // cut by a lost connection says nothing once COMMIT was sent (the end's statements
+      // are not waited for before it): the transaction may have committed.
+      const refused = (e: unknown) => e !== undefined && !(e instanceof DatabaseAway);
+      if (maybeCommitted(caught) && !refused(runFailed) && !refused(endFailed)) throw caught;
       throw runFailed ?? endFailed ?? caught;
     }
     return done;

@@ -133,6 +133,34 @@ describe("TurnRunner: how a turn is sent", () => {
     assert.deepEqual(settled, ["ok put", "end"], "answered once, after it committed");
   });
 
+  it("a transaction whose connection was lost after COMMIT was sent is not run again, though its end's statements were cut", async () => {
+    // The end's statements are not waited for before COMMIT (turn.ts): when the connection
+    // is lost with them and COMMIT unanswered, each is cut, and COMMIT may still have run.
+    const log: string[] = [], settled: string[] = [];
+    const cut = new DatabaseAway("connection lost under a statement", false);
+    const lost = new DatabaseAway("connection lost after COMMIT was sent", true);
+    const tx: Sql = {
+      query: (text) => {
+        log.push(text);
+        return text === "notify" ? Promise.reject(cut) : Promise.resolve([{ text }]);
+      },
+    };
+    const sql: SqlClient = {
+      query: tx.query,
+      transaction: async <T>(body: (tx: Sql) => Promise<T>) => {
+        log.push("begin");
+        await body(tx);
+        log.push("commit (lost)");
+        throw lost;
+      },
+      listen: () => Promise.resolve(),
+      close: () => Promise.resolve(),
+    };
+    await runOnce(sql, plan([op(["release"], settled, true)], settled, ["notify"], false), 5000);
+    assert.deepEqual(log, ["begin", "release", "notify", "commit (lost)"], "sent once");
+    assert.deepEqual(settled, ["failed: connection lost after COMMIT was sent", "plan failed"]);
+  });
+
   it("answers the error, and does not run it again, when a batch may have committed", async () => {
     const log: string[] = [], settled: string[] = [];
     const lost = new DatabaseAway("connection lost after the statement was sent", true);
