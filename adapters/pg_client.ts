@@ -4,25 +4,16 @@
 // sslmode asks.
 import postgres from "postgres";
 import { userInfo } from "node:os";
-import {
-  DatabaseAway,
-  type ListenEvents,
-  readOnly,
-  type Row,
-  type Sql,
-  type SqlClient,
-  type Statement,
-} from "../core/pg/sql.ts";
+import { DatabaseAway, readOnly, type Row, type Sql, type SqlClient, type Statement } from "../core/pg/sql.ts";
 import { driverOptions, passwordFromFile, urlHasPassword } from "./pg_options.ts";
 import { loadTlsRoots } from "./tls_roots.ts";
 import { TurnConnection } from "./pg_batch.ts";
+import { Listener } from "./pg_listener.ts";
 
 /** Connections per node: one for its turn in flight, the others for reads and id blocks beside it. (LISTEN has its own.) */
 const POOL = 4;
 /** A lost connection is tried again after at most this long (s): postgres.js's default grows to 20 s. */
 const MAX_BACKOFF_S = 0.5;
-/** LISTEN lost: tried again this often (ms) until it holds. */
-const RELISTEN_MS = 250;
 /** A pool is dropped for a read-only standby's answer at most this often (ms). */
 const RESET_MS = 1000;
 
@@ -161,76 +152,6 @@ export function pgClient(url: string | undefined, warn: (line: string) => void =
       await Promise.all([sql.end({ timeout: 5 }), listener.close(), ...retiring]);
     },
   };
-}
-
-/**
- * LISTEN on a connection of its own, established again whenever that connection is lost
- * (postgres.js's own listen() tries again once and, if the database is still away, gives
- * up silently).
- */
-class Listener {
-  readonly #open: (more: Record<string, unknown>) => Driver;
-  #sql: Driver | undefined;
-  #channel = "";
-  #onNotify: (payload: string) => void = () => {};
-  #events: ListenEvents = {};
-  #closed = false;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-
-  constructor(open: (more: Record<string, unknown>) => Driver) {
-    this.#open = open;
-  }
-
-  async listen(channel: string, onNotify: (payload: string) => void, events: ListenEvents = {}): Promise<void> {
-    this.#channel = channel;
-    this.#onNotify = onNotify;
-    this.#events = events;
-    await this.#establish();
-  }
-
-  async #establish(): Promise<void> {
-    const sql = this.#open({
-      max: 1,
-      idle_timeout: null,
-      max_lifetime: null,
-      fetch_types: false,
-      onnotify: (c: string, payload: string) => {
-        if (c === this.#channel) this.#onNotify(payload);
-      },
-      onclose: () => {
-        if (this.#sql !== sql || this.#closed) return;
-        this.#sql = undefined;
-        sql.end({ timeout: 0 }).catch(() => {});
-        this.#events.lost?.(new DatabaseAway("the LISTEN connection was closed"));
-        this.#again();
-      },
-    });
-    this.#sql = sql;
-    try {
-      await sql.unsafe(`listen "${this.#channel.replace(/"/g, '""')}"`);
-    } catch (e) {
-      if (this.#sql === sql) this.#sql = undefined;
-      sql.end({ timeout: 0 }).catch(() => {});
-      throw e;
-    }
-  }
-
-  #again(): void {
-    if (this.#closed || this.#timer !== undefined) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      if (this.#closed) return;
-      this.#establish().then(() => this.#events.again?.(), () => this.#again());
-    }, RELISTEN_MS);
-  }
-
-  async close(): Promise<void> {
-    this.#closed = true;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    const sql = this.#sql;
-    this.#sql = undefined;
-    await sql?.end({ timeout: 5 });
-  }
 }
 
 /**

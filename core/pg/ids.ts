@@ -22,7 +22,7 @@ export class IdBlocks {
   #end: number;
   #spare: number | undefined;
   #fetching = false;
-  /** Those waiting for an id from the next block, in the order they asked. */
+  /** Those waiting for an id from the next block, in the order they asked (while any wait, it is being fetched). */
   readonly #waiting: Waiter[] = [];
   /** Asks the database for the start of a new block. */
   readonly #fetch: () => Promise<number>;
@@ -46,10 +46,7 @@ export class IdBlocks {
   next(): Promise<number> {
     const id = this.take();
     if (id !== undefined) return Promise.resolve(id);
-    return new Promise((resolve, reject) => {
-      this.#waiting.push({ resolve, reject });
-      this.#fetchNext();
-    });
+    return new Promise((resolve, reject) => this.#waiting.push({ resolve, reject }));
   }
 
   #take(): number | undefined {
